@@ -1,0 +1,165 @@
+/**
+ * Decoding: bytes of one activity-log object → its lines, streamed.
+ *
+ * gzip is detected by its magic bytes (Tableau's objects are named `.txt` either way), the
+ * object is never held in memory whole, CRLF endings are accepted, and a line longer than
+ * `maxLineBytes` is reported as oversize (its head kept for the dead letter) and skipped
+ * without buffering the rest of it.
+ */
+import { Readable, pipeline } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+
+export type LineItem =
+  | { kind: 'line'; line: number; text: string }
+  | { kind: 'oversize'; line: number; bytes: number; head: string };
+
+export interface LineReaderOptions {
+  /** Longest line accepted, in bytes (default 16 MiB). */
+  maxLineBytes?: number;
+  /** Lines before this 1-based number are counted but not yielded (resume after restart). */
+  skipLines?: number;
+}
+
+const GZIP_MAGIC_0 = 0x1f;
+const GZIP_MAGIC_1 = 0x8b;
+const OVERSIZE_HEAD_BYTES = 1024;
+export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
+
+/** Yields the object's decompressed bytes; gunzips when the first two bytes are gzip's magic. */
+export async function* decompressed(source: AsyncIterable<Buffer | Uint8Array>): AsyncGenerator<Buffer> {
+  const it = source[Symbol.asyncIterator]();
+  let head = Buffer.alloc(0);
+  while (head.length < 2) {
+    const next = await it.next();
+    if (next.done) {
+      if (head.length > 0) yield head;
+      return;
+    }
+    head = Buffer.concat([head, Buffer.from(next.value)]);
+  }
+  const rest: AsyncIterable<Buffer> = {
+    [Symbol.asyncIterator]: () => ({
+      next: async () => {
+        const n = await it.next();
+        return n.done ? n : { done: false, value: Buffer.from(n.value) };
+      },
+      return: async () => {
+        await it.return?.();
+        return { done: true, value: undefined };
+      },
+    }),
+  };
+  if (head[0] !== GZIP_MAGIC_0 || head[1] !== GZIP_MAGIC_1) {
+    yield head;
+    yield* rest;
+    return;
+  }
+  async function* all(): AsyncGenerator<Buffer> {
+    yield head;
+    yield* rest;
+  }
+  const gunzip = pipeline(Readable.from(all(), { objectMode: false }), createGunzip(), () => {
+    /* errors surface through the iteration below */
+  });
+  for await (const chunk of gunzip) yield chunk as Buffer;
+}
+
+/**
+ * Splits decompressed bytes into lines. Items are yielded in arrays (one per input chunk) so
+ * that a consumer pays one await per chunk, not one per line. Line numbers are 1-based and
+ * count blank lines, so a line number always points at the same place in the object.
+ */
+export async function* splitLines(
+  bytes: AsyncIterable<Buffer>,
+  options: LineReaderOptions = {},
+): AsyncGenerator<LineItem[]> {
+  const maxLine = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+  const skipBefore = options.skipLines ?? 0;
+  let lineNo = 0;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let oversize: { head: Buffer; bytes: number } | null = null;
+
+  const emit = (out: LineItem[], buf: Buffer, start: number, end: number): void => {
+    lineNo++;
+    if (oversize) {
+      const total = oversize.bytes + (end - start);
+      if (lineNo > skipBefore) {
+        out.push({ kind: 'oversize', line: lineNo, bytes: total, head: oversize.head.toString('utf8') });
+      }
+      oversize = null;
+      return;
+    }
+    if (lineNo <= skipBefore) {
+      pending = [];
+      pendingBytes = 0;
+      return;
+    }
+    let text: string;
+    if (pendingBytes > 0) {
+      pending.push(buf.subarray(start, end));
+      const whole = Buffer.concat(pending);
+      pending = [];
+      pendingBytes = 0;
+      text = trimEnd(whole, 0, whole.length);
+    } else {
+      text = trimEnd(buf, start, end);
+    }
+    if (text.length === 0 || isBlank(text)) return;
+    if (Buffer.byteLength(text) > maxLine) {
+      out.push({ kind: 'oversize', line: lineNo, bytes: Buffer.byteLength(text), head: text.slice(0, OVERSIZE_HEAD_BYTES) });
+      return;
+    }
+    out.push({ kind: 'line', line: lineNo, text });
+  };
+
+  for await (const chunk of bytes) {
+    const out: LineItem[] = [];
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(0x0a, start);
+      if (nl === -1) break;
+      emit(out, chunk, start, nl);
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      const tail = chunk.subarray(start);
+      if (oversize) {
+        oversize.bytes += tail.length;
+      } else if (pendingBytes + tail.length > maxLine) {
+        const joined = Buffer.concat([...pending, tail]);
+        oversize = { head: Buffer.from(joined.subarray(0, OVERSIZE_HEAD_BYTES)), bytes: joined.length };
+        pending = [];
+        pendingBytes = 0;
+      } else {
+        // copy: the chunk's memory may be reused by the stream
+        pending.push(Buffer.from(tail));
+        pendingBytes += tail.length;
+      }
+    }
+    if (out.length > 0) yield out;
+  }
+  if (pendingBytes > 0 || oversize) {
+    const out: LineItem[] = [];
+    emit(out, Buffer.alloc(0), 0, 0);
+    if (out.length > 0) yield out;
+  }
+}
+
+function trimEnd(buf: Buffer, start: number, end: number): string {
+  if (end > start && buf[end - 1] === 0x0d) end--;
+  return buf.toString('utf8', start, end);
+}
+
+function isBlank(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
+  }
+  return true;
+}
+
+/** Lines of one object's byte stream, gzip or not. */
+export function objectLines(source: AsyncIterable<Buffer | Uint8Array>, options: LineReaderOptions = {}): AsyncGenerator<LineItem[]> {
+  return splitLines(decompressed(source), options);
+}

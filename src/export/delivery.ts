@@ -1,0 +1,73 @@
+/**
+ * Delivering one batch to one destination: retry with exponential backoff and full jitter,
+ * honouring `Retry-After`, until it is accepted, rejected for good, or the retry budget runs
+ * out. Shared by every destination so the retry policy lives in one place.
+ */
+import type { Destination, SendOutcome } from './destination.js';
+import type { MappedLogRecord } from '../mapping/log-record.js';
+
+export interface RetryPolicy {
+  initialDelayMs: number;
+  maxDelayMs: number;
+  /** Give up after this long (Infinity: never, the daemon's default: a destination that stays down holds the checkpoint). */
+  maxElapsedMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = { initialDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: Infinity };
+
+export type DeliveryResult =
+  | { kind: 'done'; attempts: number }
+  | { kind: 'rejected'; attempts: number; outcome: Extract<SendOutcome, { kind: 'rejected' }> }
+  | { kind: 'gave-up'; attempts: number; lastReason: string }
+  | { kind: 'aborted'; attempts: number };
+
+export interface DeliveryHooks {
+  onRetry?(reason: string, delayMs: number, attempt: number): void;
+}
+
+export function backoffDelay(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
+  const cap = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(attempt - 1, 30));
+  return Math.round(cap / 2 + (random() * cap) / 2);
+}
+
+export async function deliver(
+  destination: Destination,
+  records: readonly MappedLogRecord[],
+  policy: RetryPolicy,
+  signal: AbortSignal,
+  hooks: DeliveryHooks = {},
+): Promise<DeliveryResult> {
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    if (signal.aborted) return { kind: 'aborted', attempts: attempt - 1 };
+    let outcome: SendOutcome;
+    try {
+      outcome = await destination.send(records, signal);
+    } catch (err) {
+      outcome = { kind: 'retry', reason: err instanceof Error ? err.message : String(err) };
+    }
+    if (outcome.kind === 'done') return { kind: 'done', attempts: attempt };
+    if (outcome.kind === 'rejected') return { kind: 'rejected', attempts: attempt, outcome };
+    const delay = Math.min(policy.maxDelayMs * 4, Math.max(outcome.retryAfterMs ?? 0, backoffDelay(policy, attempt)));
+    if (Date.now() - started + delay > policy.maxElapsedMs) return { kind: 'gave-up', attempts: attempt, lastReason: outcome.reason };
+    hooks.onRetry?.(outcome.reason, delay, attempt);
+    const aborted = await sleep(delay, signal);
+    if (aborted) return { kind: 'aborted', attempts: attempt };
+  }
+}
+
+/** Resolves true when aborted before the time is up. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(true);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(false);
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      resolve(true);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,36 @@
+/**
+ * The contract every destination (otlp, file, later splunk-hec and datadog) implements: take a
+ * batch of mapped records and say whether it was accepted, should be retried later, or was
+ * rejected for good. Retries, backoff and dead-lettering live in delivery.ts, once for all.
+ */
+import type { MappedLogRecord } from '../mapping/log-record.js';
+
+export type SendOutcome =
+  | { kind: 'done' }
+  | { kind: 'retry'; reason: string; retryAfterMs?: number }
+  | { kind: 'rejected'; reason: string; status?: number; response?: string };
+
+export interface Destination {
+  /** `<type>` or the configured name, used in logs, metrics and the dead-letter store. */
+  readonly name: string;
+  send(records: readonly MappedLogRecord[], signal: AbortSignal): Promise<SendOutcome>;
+  shutdown(): Promise<void>;
+}
+
+/** Classify an HTTP status the same way for every HTTP destination. */
+export function classifyHttpStatus(status: number, reason: string, retryAfterHeader?: string | null, response?: string): SendOutcome {
+  if (status >= 200 && status < 300) return { kind: 'done' };
+  if (status === 408 || status === 429 || status >= 500) {
+    const retryAfterMs = parseRetryAfter(retryAfterHeader);
+    return retryAfterMs === undefined ? { kind: 'retry', reason } : { kind: 'retry', reason, retryAfterMs };
+  }
+  return { kind: 'rejected', reason, status, ...(response !== undefined ? { response } : {}) };
+}
+
+/** `Retry-After` as seconds or an HTTP date → milliseconds from now. */
+export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
+  if (value == null || value === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(value.trim())) return Math.round(Number(value) * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}

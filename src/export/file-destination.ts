@@ -1,0 +1,70 @@
+/**
+ * `type: file`: each batch as one line of OTLP JSON (an ExportLogsServiceRequest, the format of
+ * the OpenTelemetry Collector's file exporter), appended to a file or written to stdout
+ * (`path: "-"`). For trying the daemon without a collector, and for archiving.
+ */
+import { z } from 'zod';
+import { open, type FileHandle } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { JsonLogsSerializer } from '@opentelemetry/otlp-transformer';
+import type { Destination, SendOutcome } from './destination.js';
+import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
+import { OtelLogRecordBuilder } from './otel-log-records.js';
+
+export const fileDestinationConfigSchema = z
+  .object({
+    type: z.literal('file'),
+    name: z.string().min(1).optional(),
+    /** File to append to; `-` for stdout. */
+    path: z.string().min(1),
+  })
+  .strict();
+export type FileDestinationConfig = z.infer<typeof fileDestinationConfigSchema>;
+
+const decoder = new TextDecoder();
+
+/** Records → one OTLP JSON ExportLogsServiceRequest, as text. */
+export function toOtlpJson(builder: OtelLogRecordBuilder, records: readonly MappedLogRecord[]): string {
+  const bytes = JsonLogsSerializer.serializeRequest(builder.build(records));
+  if (!bytes) throw new Error('OTLP JSON serialization failed');
+  return decoder.decode(bytes);
+}
+
+export class FileDestination implements Destination {
+  readonly name: string;
+  private readonly builder: OtelLogRecordBuilder;
+  private handle: FileHandle | null = null;
+
+  constructor(
+    private readonly config: FileDestinationConfig,
+    scope: InstrumentationScopeInfo,
+  ) {
+    this.name = config.name ?? (config.path === '-' ? 'stdout' : 'file');
+    this.builder = new OtelLogRecordBuilder(scope);
+  }
+
+  async send(records: readonly MappedLogRecord[]): Promise<SendOutcome> {
+    const line = toOtlpJson(this.builder, records) + '\n';
+    if (this.config.path === '-') {
+      await new Promise<void>((resolve, reject) => process.stdout.write(line, (err) => (err ? reject(err) : resolve())));
+      return { kind: 'done' };
+    }
+    try {
+      if (!this.handle) {
+        mkdirSync(dirname(this.config.path), { recursive: true });
+        this.handle = await open(this.config.path, 'a');
+      }
+      await this.handle.write(line);
+      await this.handle.datasync();
+      return { kind: 'done' };
+    } catch (err) {
+      return { kind: 'retry', reason: `cannot write ${this.config.path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` };
+    }
+  }
+
+  async shutdown(): Promise<void> {
+    await this.handle?.close();
+    this.handle = null;
+  }
+}

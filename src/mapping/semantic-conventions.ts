@@ -1,0 +1,21 @@
+/**
+ * OpenTelemetry semantic-convention names this mapper emits. The development-status ones live
+ * in `@opentelemetry/semantic-conventions/incubating`, whose authors advise copying them into
+ * the application rather than importing that entry point at run time: this is that copy.
+ */
+export const ATTR_USER_ID = 'user.id';
+export const ATTR_USER_NAME = 'user.name';
+export const ATTR_USER_EMAIL = 'user.email';
+export const ATTR_USER_FULL_NAME = 'user.full_name';
+export const ATTR_CLIENT_ADDRESS = 'client.address';
+export const ATTR_USER_AGENT_ORIGINAL = 'user_agent.original';
+export const ATTR_HTTP_REQUEST_METHOD = 'http.request.method';
+export const ATTR_URL_FULL = 'url.full';
+export const ATTR_URL_PATH = 'url.path';
+export const ATTR_URL_QUERY = 'url.query';
+export const ATTR_SESSION_ID = 'session.id';
+export const ATTR_ERROR_TYPE = 'error.type';
+export const ATTR_LOG_RECORD_UID = 'log.record.uid';
+export const ATTR_SERVICE_NAME = 'service.name';
+
+export const SEVERITY_NUMBER = { INFO: 9, WARN: 13, ERROR: 17 } as const;

@@ -1,0 +1,116 @@
+/**
+ * The embedded checkpoint store: one small JSON file per tenant under the state directory,
+ * replaced atomically (write a temporary file, fsync it, rename it over the old one, fsync the
+ * directory), so a `kill -9` or power cut at any moment leaves either the old or the new
+ * checkpoint, never a torn one. A failed write (disk full) keeps the previous file and is
+ * reported; the pipeline then stops advancing instead of losing its place.
+ */
+import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, renameSync, readFileSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Progress in one object: lines up to `line` are acknowledged by every destination. */
+export interface ObjectProgress {
+  line: number;
+  done?: boolean;
+  /** Size (bytes) when it was finished, to notice an object that grew since. */
+  size?: number;
+  /** Version or ETag that was read, where the source has one. */
+  version?: string;
+}
+
+export interface SourceCheckpoint {
+  objects: Record<string, ObjectProgress>;
+  /** Source-specific position (e.g. the partition below which everything is done). */
+  position?: Record<string, string | number>;
+}
+
+interface CheckpointFile {
+  version: 1;
+  savedAt: string;
+  sources: Record<string, SourceCheckpoint>;
+}
+
+export class CheckpointStore {
+  readonly file: string;
+  private data: CheckpointFile;
+  private dirty = false;
+  private lastSavedAt = 0;
+
+  constructor(readonly dir: string) {
+    mkdirSync(dir, { recursive: true });
+    this.file = join(dir, 'checkpoints.json');
+    this.data = this.read();
+  }
+
+  private read(): CheckpointFile {
+    let text: string;
+    try {
+      text = readFileSync(this.file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, savedAt: '', sources: {} };
+      throw err;
+    }
+    const parsed = JSON.parse(text) as CheckpointFile;
+    if (parsed.version !== 1 || typeof parsed.sources !== 'object') {
+      throw new Error(`${this.file}: not a checkpoint file of this version`);
+    }
+    return parsed;
+  }
+
+  /** The live state of one source (mutated by the pipeline, then saved). */
+  source(id: string): SourceCheckpoint {
+    let s = this.data.sources[id];
+    if (!s) {
+      s = { objects: {} };
+      this.data.sources[id] = s;
+    }
+    return s;
+  }
+
+  markDirty(): void {
+    this.dirty = true;
+  }
+
+  get isDirty(): boolean {
+    return this.dirty;
+  }
+
+  /** Milliseconds since the last successful save (0 before the first). */
+  get lastSavedAtMs(): number {
+    return this.lastSavedAt;
+  }
+
+  /** Write the file if anything changed. Throws when the write failed; the old file is intact. */
+  save(): boolean {
+    if (!this.dirty) return false;
+    this.data.savedAt = new Date().toISOString();
+    const tmp = `${this.file}.tmp-${process.pid}`;
+    const text = JSON.stringify(this.data);
+    let fd: number | undefined;
+    try {
+      fd = openSync(tmp, 'w', 0o600);
+      writeSync(fd, text);
+      fsyncSync(fd);
+      closeSync(fd);
+      fd = undefined;
+      renameSync(tmp, this.file);
+      const dfd = openSync(this.dir, 'r');
+      try {
+        fsyncSync(dfd);
+      } finally {
+        closeSync(dfd);
+      }
+    } catch (err) {
+      if (fd !== undefined) closeSync(fd);
+      try {
+        unlinkSync(tmp);
+      } catch {
+        /* nothing to clean */
+      }
+      throw err;
+    }
+    this.dirty = false;
+    this.lastSavedAt = Date.now();
+    return true;
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Dead letters: what could not be delivered, kept under the state directory for a person to
+ * look at and replay. Lines that are not valid records (with object, line number, reason and the
+ * raw line) and batches a destination rejected for good (with its response). One NDJSON file per
+ * UTC day: `<state>/<tenant>/dead-letter/YYYY-MM-DD.ndjson`.
+ */
+import { mkdirSync, openSync, writeSync, fsyncSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface BadLineLetter {
+  kind: 'line';
+  source: string;
+  object: string;
+  line: number;
+  reason: string;
+  raw: string;
+}
+
+export interface RejectedBatchLetter {
+  kind: 'batch';
+  destination: string;
+  reason: string;
+  status?: number;
+  response?: string;
+  records: unknown[];
+}
+
+export type DeadLetter = BadLineLetter | RejectedBatchLetter;
+
+export class DeadLetterStore {
+  private fd: number | null = null;
+  private day = '';
+  private unsynced = false;
+  count = 0;
+
+  constructor(readonly dir: string) {}
+
+  write(letter: DeadLetter): void {
+    const now = new Date();
+    const day = now.toISOString().slice(0, 10);
+    if (this.fd === null || day !== this.day) {
+      this.close();
+      mkdirSync(this.dir, { recursive: true });
+      this.fd = openSync(join(this.dir, `${day}.ndjson`), 'a', 0o600);
+      this.day = day;
+    }
+    writeSync(this.fd, JSON.stringify({ time: now.toISOString(), ...letter }, bigintReplacer) + '\n');
+    this.unsynced = true;
+    this.count++;
+  }
+
+  /** Make written letters durable; called before a checkpoint that moves past them is saved. */
+  sync(): void {
+    if (this.fd !== null && this.unsynced) {
+      fsyncSync(this.fd);
+      this.unsynced = false;
+    }
+  }
+
+  close(): void {
+    if (this.fd !== null) {
+      this.sync();
+      closeSync(this.fd);
+      this.fd = null;
+    }
+  }
+}
+
+export function bigintReplacer(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}

@@ -1,0 +1,36 @@
+/**
+ * The contract every source (directory, later s3, tcm, s3-sqs) implements: list the objects that
+ * still need reading, given the source's checkpoint, in the order their progress should be
+ * committed; and open one as a byte stream. The pipeline owns reading, mapping, export and
+ * checkpointing; a source only knows where objects are.
+ */
+import { createHash } from 'node:crypto';
+import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
+
+export interface SourceObject {
+  /** Key relative to the source (path or S3 key): names the object in checkpoints, logs and dead letters. */
+  key: string;
+  /** Identity for derived record ids: the same object read again gives the same ids. */
+  identity: string;
+  size?: number;
+  version?: string;
+  /** 1-based count of lines already acknowledged (reading resumes after them). */
+  resumeAfterLine: number;
+  open(signal: AbortSignal): AsyncIterable<Buffer | Uint8Array>;
+}
+
+export interface Source {
+  /** Stable id of this source within its tenant: the checkpoint key. */
+  readonly id: string;
+  readonly type: string;
+  /** Seconds between polls in daemon mode. */
+  readonly pollIntervalMs: number;
+  /** Objects to read now, oldest first. May prune the checkpoint (bounded state). */
+  pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]>;
+  close?(): Promise<void>;
+}
+
+/** Prefix of record ids derived from an object's identity (96 bits of SHA-256). */
+export function uidPrefixFor(identity: string): string {
+  return createHash('sha256').update(identity).digest('hex').slice(0, 24);
+}
