@@ -1,0 +1,92 @@
+/**
+ * The daemon's configuration file (YAML, validated with zod, `${VAR}` from the environment):
+ *
+ *   state: { dir: ./.state }
+ *   tenants:
+ *     - id: acme
+ *       sources:      [ { type: directory, path: ./examples/activity-log } ]
+ *       destinations: [ { type: otlp, endpoint: http://127.0.0.1:4318 } ]
+ *
+ * Relative paths are resolved against the config file's directory.
+ */
+import { z } from 'zod';
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { sourceConfigSchema } from '../sources/source-registry.js';
+import { destinationConfigSchema } from '../export/destination-registry.js';
+import { FileError, parseYaml, positionOf, formatPath, validateYaml } from '../util/yaml-file.js';
+import { substituteEnv, type SubstitutionProblem } from './env-substitution.js';
+import { durationSchema } from '../util/duration.js';
+
+/** Tenant ids name directories under the state dir: no path separators, no dot names. */
+export const tenantIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, 'tenant ids are 1-63 letters, digits, dots, dashes and underscores, starting with a letter or digit');
+
+export const tenantConfigSchema = z
+  .object({
+    id: tenantIdSchema,
+    sources: z.array(sourceConfigSchema).min(1, 'a tenant needs at least one source'),
+    destinations: z.array(destinationConfigSchema).min(1, 'a tenant needs at least one destination'),
+    /** Per-tenant mapping overrides file. */
+    mappings: z.string().min(1).optional(),
+  })
+  .strict();
+export type TenantConfig = z.infer<typeof tenantConfigSchema>;
+
+export const pipelineConfigSchema = z
+  .object({
+    batchSize: z.number().int().min(1).max(100_000).default(1000),
+    maxBatchBytes: z.number().int().min(1024).default(4 * 1024 * 1024),
+    maxInFlightBatches: z.number().int().min(1).max(64).default(4),
+    maxLineBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
+    /** How long one batch is retried before the destination counts as unreachable (default: forever in the daemon, 5m with --once). */
+    retryFor: durationSchema.optional(),
+    checkpointInterval: durationSchema.default(250),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    state: z.object({ dir: z.string().min(1).default('./.state') }).strict().default({ dir: './.state' }),
+    /** A directory of mapping files to use instead of the bundled `mappings/`. */
+    mappingsDir: z.string().min(1).optional(),
+    pipeline: pipelineConfigSchema.default(() => pipelineConfigSchema.parse({})),
+    tenants: z.array(tenantConfigSchema).min(1, 'at least one tenant is needed'),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    const seen = new Set<string>();
+    cfg.tenants.forEach((t, i) => {
+      if (seen.has(t.id)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'id'], message: `duplicate tenant id '${t.id}'` });
+      seen.add(t.id);
+    });
+  });
+export type DaemonConfig = z.infer<typeof configSchema>;
+
+export interface LoadedConfig {
+  file: string;
+  baseDir: string;
+  config: DaemonConfig;
+}
+
+export function parseConfig(file: string, text: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const parsed = parseYaml(file, text);
+  const problems: SubstitutionProblem[] = [];
+  const substituted = substituteEnv(parsed.value, env, problems);
+  if (problems.length > 0) {
+    throw new FileError(file, problems.map((p) => `${positionOf(parsed, p.path)}: ${formatPath(p.path)}: ${p.message}`));
+  }
+  const config = validateYaml(parsed, configSchema, substituted);
+  return { file, baseDir: dirname(resolve(file)), config };
+}
+
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new FileError(file, [`1:1: cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+  }
+  return parseConfig(file, text, env);
+}

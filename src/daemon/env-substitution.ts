@@ -1,0 +1,32 @@
+/**
+ * `${VAR}` in configuration strings is replaced by the environment variable's value after YAML
+ * parsing (so a secret with YAML-special characters cannot change the document's structure).
+ * `${VAR:-default}` gives a default; `$${` is a literal `${`. An unset variable without a
+ * default is an error naming the path.
+ */
+export interface SubstitutionProblem {
+  path: PropertyKey[];
+  message: string;
+}
+
+const PATTERN = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, problems: SubstitutionProblem[], path: PropertyKey[] = []): unknown {
+  if (typeof value === 'string') {
+    return value.replace(PATTERN, (match, name: string | undefined, fallback: string | undefined) => {
+      if (match === '$${') return '${';
+      const v = env[name!];
+      if (v !== undefined && v !== '') return v;
+      if (fallback !== undefined) return fallback;
+      problems.push({ path, message: `environment variable ${name} is not set` });
+      return '';
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, env, problems, [...path, i]));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, env, problems, [...path, k]);
+    return out;
+  }
+  return value;
+}

@@ -1,0 +1,12 @@
+/** `validate --config FILE`: the config and every mapping file it uses, with errors naming file, line and path. */
+import { resolve } from 'node:path';
+import type { LoadedConfig } from './config.js';
+import { loadCatalog } from '../mapping/catalog.js';
+
+export function validateCommand(loaded: LoadedConfig): string {
+  const { config, baseDir } = loaded;
+  const catalog = loadCatalog(config.mappingsDir ? resolve(baseDir, config.mappingsDir) : undefined);
+  const sources = config.tenants.reduce((n, t) => n + t.sources.length, 0);
+  const destinations = config.tenants.reduce((n, t) => n + t.destinations.length, 0);
+  return `${loaded.file}: ok (${config.tenants.length} tenant(s), ${sources} source(s), ${destinations} destination(s); ${catalog.eventTypes.size} event types in ${catalog.dir})`;
+}

@@ -1,0 +1,23 @@
+/**
+ * Source types by name: each with its zod schema and its constructor. The config loader builds
+ * its `sources:` schema from this registry, so adding a type touches only this file and the
+ * type's own module.
+ */
+import { z } from 'zod';
+import type { Source } from './source.js';
+import { DirectorySource, directorySourceConfigSchema } from './directory-source.js';
+
+export const sourceConfigSchema = z.discriminatedUnion('type', [directorySourceConfigSchema]);
+export type SourceConfig = z.infer<typeof sourceConfigSchema>;
+
+export interface SourceBuildContext {
+  /** Directory relative paths in the config are resolved against (the config file's). */
+  baseDir: string;
+}
+
+export function createSource(config: SourceConfig, ctx: SourceBuildContext): Source {
+  switch (config.type) {
+    case 'directory':
+      return new DirectorySource(config, ctx.baseDir);
+  }
+}

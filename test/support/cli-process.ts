@@ -1,0 +1,42 @@
+/** Runs the built CLI (`dist/cli.js`, built by `npm test` before vitest starts) as a real child process. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { resolve, dirname } from 'node:path';
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = resolve(REPO_ROOT, 'dist', 'cli.js');
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<CliResult>;
+}
+
+/** Environment without OTEL_* variables from the caller, plus the given ones. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OTEL_')) env[k] = v;
+  return { ...env, LOG_LEVEL: 'info', ...extra };
+}
+
+export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliProcess {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd ?? REPO_ROOT, env: cleanEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<CliResult>((res) => child.on('close', (code, signal) => res({ code, signal, stdout: out, stderr: err })));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+export function runCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+  return startCli(args, options).exited;
+}
