@@ -42,7 +42,7 @@ export const pipelineConfigSchema = z
     maxLineBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
     /** How long one batch is retried before the destination counts as unreachable (default: forever in the daemon, 5m with --once). */
     retryFor: durationSchema.optional(),
-    checkpointInterval: durationSchema.default(250),
+    checkpointInterval: durationSchema.default(0),
   })
   .strict();
 

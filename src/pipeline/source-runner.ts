@@ -29,7 +29,7 @@ export interface PipelineSettings {
   /** Attempts to read one object (transient read errors) before its rest is dead-lettered. */
   objectReadAttempts: number;
   retry: RetryPolicy;
-  /** Minimum milliseconds between two checkpoint writes. */
+  /** Minimum milliseconds between two checkpoint writes; 0 writes after every acknowledgement (a crash then re-sends only in-flight batches). */
   checkpointIntervalMs: number;
 }
 
@@ -40,7 +40,7 @@ export const DEFAULT_PIPELINE_SETTINGS: PipelineSettings = {
   maxLineBytes: 16 * 1024 * 1024,
   objectReadAttempts: 3,
   retry: { initialDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: Infinity },
-  checkpointIntervalMs: 250,
+  checkpointIntervalMs: 0,
 };
 
 export interface TenantContext {
@@ -65,6 +65,7 @@ export class DestinationUnavailableError extends Error {
 /** Throttled, failure-aware saving of a tenant's checkpoint file. */
 export class CheckpointSaver {
   private timer: NodeJS.Timeout | null = null;
+  private immediate: NodeJS.Immediate | null = null;
   /** Set while the last save failed (e.g. disk full); reading pauses until a save succeeds. */
   lastError: Error | null = null;
 
@@ -81,7 +82,15 @@ export class CheckpointSaver {
 
   changed(): void {
     this.store.markDirty();
-    if (this.timer) return;
+    if (this.timer || this.immediate) return;
+    if (this.intervalMs <= 0) {
+      // save after every acknowledgement, coalescing those of the same tick
+      this.immediate = setImmediate(() => {
+        this.immediate = null;
+        this.saveNow();
+      });
+      return;
+    }
     this.timer = setTimeout(() => {
       this.timer = null;
       this.saveNow();
@@ -93,6 +102,10 @@ export class CheckpointSaver {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
+    }
+    if (this.immediate) {
+      clearImmediate(this.immediate);
+      this.immediate = null;
     }
     try {
       this.deadLetters.sync();
