@@ -181,6 +181,10 @@ export class SourceRunner {
     await this.settle();
     if (this.failure) throw this.failure;
     if (!this.ctx.checkpoints.saveNow()) throw this.ctx.checkpoints.lastError!;
+    if (objects.length > 0) {
+      const s = this.ctx.stats;
+      this.log.info({ objects: objects.length, exportedTotal: s.recordsExported, deadLetteredTotal: s.deadLetteredLines }, 'objects read and acknowledged');
+    }
   }
 
   /** Poll until the read signal aborts; in-flight batches are settled before it returns. */

@@ -1,7 +1,8 @@
 /**
  * `type: directory`: a local tree in Tableau's layout (or any tree of NDJSON files), at any
  * depth, including files dropped in later and files that grow (Tableau Server writes its
- * Activity Log locally). Files are read in key order; hidden files and `*.tmp` are ignored.
+ * Activity Log locally). Files are read in key order; hidden files, `*.tmp` and names without
+ * one of `extensions` (e.g. a README beside the data) are ignored.
  *
  * State stays bounded: finished files whose hour partition is older than `lookbackHours` before
  * the newest partition seen are dropped from the checkpoint and a watermark remembers that
@@ -25,6 +26,8 @@ export const directorySourceConfigSchema = z
     pollInterval: durationSchema.default(10_000),
     /** How far behind the newest hour partition a late file is still picked up. */
     lookbackHours: z.number().int().positive().default(48),
+    /** File name endings that are read (case-insensitive); an empty list reads every file. */
+    extensions: z.array(z.string()).default(['.txt', '.json', '.ndjson', '.jsonl', '.log', '.gz']),
   })
   .strict();
 export type DirectorySourceConfig = z.infer<typeof directorySourceConfigSchema>;
@@ -43,6 +46,13 @@ export class DirectorySource implements Source {
     this.pollIntervalMs = config.pollInterval;
   }
 
+  private wanted(name: string): boolean {
+    const exts = this.config.extensions;
+    if (exts.length === 0) return true;
+    const lower = name.toLowerCase();
+    return exts.some((x) => lower.endsWith(x.toLowerCase()));
+  }
+
   async pending(checkpoint: SourceCheckpoint): Promise<SourceObject[]> {
     const entries = await readdir(this.root, { recursive: true, withFileTypes: true });
     const files: Array<{ key: string; size: number }> = [];
@@ -52,6 +62,7 @@ export class DirectorySource implements Source {
       const full = join(parent, e.name);
       const key = full.slice(this.root.length + 1).split(sep).join('/');
       if (key.split('/').some((part) => part.startsWith('.')) || key.endsWith('.tmp')) continue;
+      if (!this.wanted(e.name)) continue;
       const st = await stat(full).catch(() => null);
       if (!st) continue; // removed meanwhile
       files.push({ key, size: st.size });
