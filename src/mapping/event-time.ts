@@ -14,6 +14,7 @@ export function parseEventTime(text: unknown): bigint | undefined {
   if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return undefined;
   let ms = Date.UTC(Number(y), month - 1, day, hour, minute, second);
   if (Number.isNaN(ms)) return undefined;
+  if (new Date(ms).getUTCDate() !== day && second !== 60) return undefined; // 2024-02-30 is not a date
   if (zone && zone !== 'Z') {
     const sign = zone[0] === '-' ? -1 : 1;
     const digits = zone.slice(1).replace(':', '');
