@@ -16,7 +16,7 @@ export type LineItem =
 export interface LineReaderOptions {
   /** Longest line accepted, in bytes (default 16 MiB). */
   maxLineBytes?: number;
-  /** Lines before this 1-based number are counted but not yielded (resume after restart). */
+  /** The first N lines are counted but not yielded: resume after a restart from line N + 1. */
   skipLines?: number;
 }
 
@@ -126,7 +126,8 @@ export async function* splitLines(
       const tail = chunk.subarray(start);
       if (oversize) {
         oversize.bytes += tail.length;
-      } else if (pendingBytes + tail.length > maxLine) {
+      } else if (pendingBytes + tail.length > maxLine + 1) {
+        // (+1: the line's CR, stripped when it completes, does not count against the limit)
         const joined = Buffer.concat([...pending, tail]);
         oversize = { head: Buffer.from(joined.subarray(0, OVERSIZE_HEAD_BYTES)), bytes: joined.length };
         pending = [];

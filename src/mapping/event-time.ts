@@ -12,7 +12,10 @@ export function parseEventTime(text: unknown): bigint | undefined {
   const [, y, mo, d, h, mi, s, frac, zone] = m;
   const month = Number(mo), day = Number(d), hour = Number(h), minute = Number(mi), second = Number(s);
   if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return undefined;
-  let ms = Date.UTC(Number(y), month - 1, day, hour, minute, second);
+  const d0 = new Date(0);
+  d0.setUTCFullYear(Number(y), month - 1, day); // (Date.UTC maps years 0-99 to 1900-1999)
+  d0.setUTCHours(hour, minute, second, 0);
+  let ms = d0.getTime();
   if (Number.isNaN(ms)) return undefined;
   if (new Date(ms).getUTCDate() !== day && second !== 60) return undefined; // 2024-02-30 is not a date
   if (zone && zone !== 'Z') {

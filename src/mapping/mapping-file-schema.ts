@@ -35,12 +35,74 @@ export const eventTypeNameSchema = z
   .string()
   .regex(/^[a-z0-9_]+$/, 'event type names are lower-case letters, digits and underscores');
 
+/** What SIEM rules key on: the kind of activity. */
+export const categorySchema = z.enum([
+  'authentication',
+  'permission',
+  'user_management',
+  'group_management',
+  'content',
+  'data_access',
+  'job',
+  'administration',
+  'token',
+  'other',
+]);
+export type Category = z.infer<typeof categorySchema>;
+
+/** OCSF classes that fit this data (class_uid). */
+export const OCSF_CLASSES = {
+  3001: 'Account Change',
+  3002: 'Authentication',
+  3004: 'Entity Management',
+  3005: 'User Access Management',
+  3006: 'Group Management',
+  6001: 'Web Resources Activity',
+  6003: 'API Activity',
+} as const;
+
+export const ocsfSchema = z
+  .object({
+    classUid: z.union([z.literal(3001), z.literal(3002), z.literal(3004), z.literal(3005), z.literal(3006), z.literal(6001), z.literal(6003)]),
+    /** The class's activity_id (e.g. Authentication: 1 Logon, 2 Logoff; Entity Management: 1 Create, 2 Read, 3 Update, 4 Delete). */
+    activityId: z.number().int().min(0).max(99),
+  })
+  .strict();
+
+/**
+ * The object an action was done to, named the same way for every event type
+ * (`tableau.target.type`, `tableau.target.id`, `tableau.target.name`, `tableau.target.user.id`,
+ * `tableau.target.group.id`), so "everything done to workbook X" is one query. `id`, `name`,
+ * `user` and `group` name source attributes of the record (the first present of a `a|b` list).
+ */
+export const targetSchema = z
+  .object({
+    type: z.string().regex(/^[a-z_]+$/, 'a lower-case word such as workbook, datasource, view, user, group'),
+    id: z.string().min(1).optional(),
+    name: z.string().min(1).optional(),
+    user: z.string().min(1).optional(),
+    group: z.string().min(1).optional(),
+  })
+  .strict();
+export type TargetSpec = z.infer<typeof targetSchema>;
+
 /** `mappings/<family>/<eventType>.yaml` */
 export const eventMappingFileSchema = z
   .object({
     eventType: eventTypeNameSchema,
     family: familySchema,
     description: z.string(),
+    category: categorySchema.optional(),
+    /** What was done, one lower-case verb or verb phrase: create, delete, update, login, access, download, … */
+    action: z.string().regex(/^[a-z_]+$/, 'a lower-case word, underscores allowed').optional(),
+    ocsf: ocsfSchema.optional(),
+    /**
+     * The log record's body: text with `{attribute}` placeholders (source attribute names of
+     * the record, `a|b` for the first present, plus `{user}` for the acting user and
+     * `{eventType}`); a `[...]` section disappears when a placeholder inside it has no value.
+     */
+    body: z.string().min(1).optional(),
+    target: targetSchema.optional(),
     /** Attributes specific to this event type, in the order the schema page lists them. */
     attributes: z.record(z.string(), catalogAttributeSchema).default({}),
   })
