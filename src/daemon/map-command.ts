@@ -49,6 +49,7 @@ export async function mapCommand(files: string[], options: MapOptions, out: Node
             continue;
           }
           const r = mapper.map(value, item.line, ctx, observed);
+          if (!r.ok && r.dropped) continue;
           if (!r.ok) {
             bad++;
             err.write(`${file}:${item.line}: ${r.reason}\n`);

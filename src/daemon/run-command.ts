@@ -82,6 +82,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
         exported: s.recordsExported,
         deadLetteredLines: s.deadLetteredLines,
         deadLetteredBatches: s.deadLetteredBatches,
+        droppedByOverride: s.droppedByOverride,
         retries: s.retries,
         seconds: (Date.now() - started) / 1000,
       },

@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import type { TenantConfig } from './config.js';
 import type { Catalog } from '../mapping/catalog.js';
 import { RecordMapper } from '../mapping/record-mapper.js';
+import { checkOverridesAgainstCatalog, loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
+import { resolve } from 'node:path';
 import { createSource } from '../sources/source-registry.js';
 import { createDestination } from '../export/destination-registry.js';
 import type { Destination } from '../export/destination.js';
@@ -43,7 +45,13 @@ export class TenantRuntime {
     const dir = join(options.stateDir, config.id);
     this.deadLetters = new DeadLetterStore(join(dir, 'dead-letter'));
     this.checkpoints = new CheckpointSaver(new CheckpointStore(dir), this.deadLetters, options.settings.checkpointIntervalMs, this.log);
-    this.mapper = new RecordMapper(options.catalog, { tenantId: config.id });
+    const overrides = loadTenantOverrides(config, options.baseDir, options.catalog);
+    this.mapper = new RecordMapper(options.catalog, {
+      tenantId: config.id,
+      ...(overrides ? { overrides } : {}),
+      onSchemaDrift: (kind, name) =>
+        this.log.warn({ [kind === 'eventType' ? 'eventType' : 'attribute']: name }, kind === 'eventType' ? 'unknown event type seen: exported with the default mapping' : 'undocumented attribute seen: exported with the default mapping'),
+    });
     this.destinations = config.destinations.map((d) => createDestination(d, { baseDir: options.baseDir, scope: options.scope }));
     const ctx = {
       tenantId: config.id,
@@ -85,4 +93,12 @@ export class TenantRuntime {
     await Promise.all(this.destinations.map((d) => d.shutdown().catch(() => undefined)));
     for (const r of this.runners) await r.source.close?.();
   }
+}
+
+/** The tenant's `mappings:` overrides file, validated and checked against the catalog. */
+export function loadTenantOverrides(config: TenantConfig, baseDir: string, catalog: Catalog): TenantOverrides | undefined {
+  if (!config.mappings) return undefined;
+  const overrides = loadOverrides(resolve(baseDir, config.mappings));
+  checkOverridesAgainstCatalog(overrides, catalog);
+  return overrides;
 }

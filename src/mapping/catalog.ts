@@ -13,7 +13,10 @@ import {
   type EventMappingFile,
   type Family,
 } from './mapping-file-schema.js';
-import { FileError, loadYamlFile } from '../util/yaml-file.js';
+import { FileError, loadYamlFile, parseYaml, positionOf, validateYaml } from '../util/yaml-file.js';
+import { readFileSync } from 'node:fs';
+import { compileTemplate, templateFields, TemplateError } from './body-template.js';
+import { snakeCase, DERIVED_ATTRIBUTES } from './record-mapper.js';
 
 export interface EventTypeEntry extends EventMappingFile {
   file: string;
@@ -44,8 +47,11 @@ export function loadCatalog(dir: string = bundledMappingsDir()): Catalog {
       if (!name.endsWith('.yaml') && !name.endsWith('.yml')) continue;
       const file = join(familyDir, name);
       let entry: EventMappingFile;
+      let position: (path: PropertyKey[]) => string;
       try {
-        entry = loadYamlFile(file, eventMappingFileSchema);
+        const parsed = parseYaml(file, readFileSync(file, 'utf8'));
+        entry = validateYaml(parsed, eventMappingFileSchema);
+        position = (path) => positionOf(parsed, path);
       } catch (err) {
         if (err instanceof FileError) { problems.push(err); continue; }
         throw err;
@@ -66,6 +72,11 @@ export function loadCatalog(dir: string = bundledMappingsDir()): Catalog {
       }
       const all = new Map<string, CatalogAttribute>(Object.entries(defaults[family].commonAttributes));
       for (const [k, v] of Object.entries(entry.attributes)) all.set(k, v);
+      const issues = checkEventType(entry, all, defaults);
+      if (issues.length > 0) {
+        problems.push(new FileError(file, issues.map((i) => `${position(i.path)}: ${i.path.join('.')}: ${i.message}`)));
+        continue;
+      }
       eventTypes.set(entry.eventType, { ...entry, file, allAttributes: all });
     }
   }
@@ -75,4 +86,60 @@ export function loadCatalog(dir: string = bundledMappingsDir()): Catalog {
     throw err;
   }
   return { dir, defaults, eventTypes };
+}
+
+interface EntryIssue {
+  path: PropertyKey[];
+  message: string;
+}
+
+/** Where each documented attribute of a type lands by default. */
+export function outputNamesOf(entry: Pick<EventMappingFile, 'family'>, all: ReadonlyMap<string, CatalogAttribute>, defaults: DefaultsFile): Map<string, string> {
+  const moves = defaults[entry.family].semanticConventions;
+  const out = new Map<string, string>();
+  for (const [name, attr] of all) {
+    // eventTime is the timestamp; eventType is the event type itself (a record's differing
+    // eventType field is kept under tableau.raw.eventType, see record-mapper.ts)
+    if (name === 'eventTime' || name === 'eventType') continue;
+    if (name === 'requestUri') out.set(name, 'url.path');
+    else if (name === 'initiatingUrl') out.set(name, 'url.full');
+    else out.set(name, moves[name] ?? attr.rename ?? defaults.attributePrefix + snakeCase(name));
+  }
+  return out;
+}
+
+/** Body placeholders and target attributes exist; no two attributes would be emitted under one name. */
+function checkEventType(entry: EventMappingFile, all: ReadonlyMap<string, CatalogAttribute>, defaults: DefaultsFile): EntryIssue[] {
+  const issues: EntryIssue[] = [];
+  const known = (name: string): boolean => name === 'user' || name === 'eventType' || all.has(name);
+  if (entry.body) {
+    try {
+      compileTemplate(entry.body);
+      const missing = templateFields(entry.body).filter((n) => !known(n));
+      if (missing.length > 0) issues.push({ path: ['body'], message: `unknown attribute${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}` });
+    } catch (err) {
+      if (!(err instanceof TemplateError)) throw err;
+      issues.push({ path: ['body'], message: err.message });
+    }
+  }
+  if (entry.target) {
+    for (const key of ['id', 'name', 'user', 'group'] as const) {
+      const spec = entry.target[key];
+      if (!spec) continue;
+      const missing = spec.split('|').map((n) => n.trim()).filter((n) => !all.has(n));
+      if (missing.length > 0) issues.push({ path: ['target', key], message: `unknown attribute${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}` });
+    }
+  }
+  const seen = new Map<string, string>();
+  for (const name of DERIVED_ATTRIBUTES) seen.set(name, '(set by the mapper)');
+  for (const [name, out] of outputNamesOf(entry, all, defaults)) {
+    const previous = seen.get(out);
+    // two semantic-convention sources of one target never co-occur in a documented type; a rename must not collide
+    if (previous && !(defaults[entry.family].semanticConventions[name] && defaults[entry.family].semanticConventions[previous])) {
+      const path = name in entry.attributes ? ['attributes', name, ...(all.get(name)?.rename ? ['rename'] : [])] : ['attributes'];
+      issues.push({ path, message: `'${name}' and ${previous.startsWith('(') ? 'an attribute the mapper sets' : `'${previous}'`} would both be emitted as '${out}'` });
+    }
+    seen.set(out, name);
+  }
+  return issues;
 }

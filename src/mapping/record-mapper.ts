@@ -9,6 +9,8 @@ import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, MappedLogRecord, ResourceDescriptor } from './log-record.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { parseEventTime } from './event-time.js';
+import { compileTemplate, type ValueLookup } from './body-template.js';
+import { TenantOverrides } from './tenant-overrides.js';
 import {
   ATTR_ERROR_TYPE,
   ATTR_LOG_RECORD_UID,
@@ -16,6 +18,7 @@ import {
   ATTR_URL_FULL,
   ATTR_URL_PATH,
   ATTR_URL_QUERY,
+  ATTR_USER_ID,
   SEVERITY_NUMBER,
 } from './semantic-conventions.js';
 
@@ -23,6 +26,30 @@ export const UNKNOWN_EVENT_TYPE = 'unknown';
 /** Where a record's own field goes when its usual name is already taken on that record. */
 export const RAW_ATTRIBUTE_PREFIX = 'tableau.raw.';
 export const ATTR_EVENT_TYPE = 'tableau.event_type';
+export const ATTR_EVENT_CATEGORY = 'tableau.event.category';
+export const ATTR_EVENT_ACTION = 'tableau.event.action';
+export const ATTR_OCSF_CLASS_UID = 'tableau.ocsf.class_uid';
+export const ATTR_OCSF_ACTIVITY_ID = 'tableau.ocsf.activity_id';
+export const ATTR_TARGET_TYPE = 'tableau.target.type';
+export const ATTR_TARGET_ID = 'tableau.target.id';
+export const ATTR_TARGET_NAME = 'tableau.target.name';
+export const ATTR_TARGET_USER_ID = 'tableau.target.user.id';
+export const ATTR_TARGET_GROUP_ID = 'tableau.target.group.id';
+/** Attributes the mapper sets itself (never taken by a record's own field). */
+export const DERIVED_ATTRIBUTES = [
+  ATTR_LOG_RECORD_UID,
+  ATTR_EVENT_TYPE,
+  ATTR_ERROR_TYPE,
+  ATTR_EVENT_CATEGORY,
+  ATTR_EVENT_ACTION,
+  ATTR_OCSF_CLASS_UID,
+  ATTR_OCSF_ACTIVITY_ID,
+  ATTR_TARGET_TYPE,
+  ATTR_TARGET_ID,
+  ATTR_TARGET_NAME,
+  ATTR_TARGET_USER_ID,
+  ATTR_TARGET_GROUP_ID,
+] as const;
 export const RESOURCE_TENANT_ID = 'tableau.tenant.id';
 
 /** Per object: what the key says, and the prefix of the derived record ids. */
@@ -32,7 +59,10 @@ export interface ObjectMappingContext {
   uidPrefix: string;
 }
 
-export type MapResult = { ok: true; record: MappedLogRecord } | { ok: false; reason: string };
+export type MapResult =
+  | { ok: true; record: MappedLogRecord }
+  /** `dropped`: the tenant's overrides drop this event type (not an error, not dead-lettered). */
+  | { ok: false; reason: string; dropped?: true };
 
 export interface SchemaDriftCounters {
   unknownEventTypes: Map<string, number>;
@@ -60,6 +90,36 @@ export function snakeCase(name: string): string {
 export interface RecordMapperOptions {
   /** The configured tenant's id, put on the resource. */
   tenantId: string;
+  /** The tenant's overrides, applied after the default mapping. */
+  overrides?: TenantOverrides;
+  /** Called the first time an unknown event type or attribute (`<type>.<attr>`) is seen. */
+  onSchemaDrift?(kind: 'eventType' | 'attribute', name: string): void;
+}
+
+/** Drift counters stop adding names past this many (a flood of random names must not grow memory). */
+const MAX_DRIFT_NAMES = 10_000;
+
+/** What the mapper knows about one event type, compiled once. */
+interface TypePlan {
+  eventName: string;
+  entry: EventTypeEntry | undefined;
+  family: Family | undefined;
+  /** Source attribute → output name, for documented attributes with a `rename`. */
+  renames: ReadonlyMap<string, string>;
+  body: ((lookup: ValueLookup) => string) | undefined;
+  derived: ReadonlyArray<[string, AttrValue]>;
+  target: EventTypeEntry['target'];
+  severity: Severity | undefined;
+  keep: boolean;
+}
+
+/** `a|b` → the first present value of the record. */
+function firstOf(rec: Record<string, unknown>, names: string): unknown {
+  for (const n of names.split('|')) {
+    const v = rec[n.trim()];
+    if (v !== null && v !== undefined && v !== '') return v;
+  }
+  return undefined;
 }
 
 export class RecordMapper {
@@ -69,6 +129,8 @@ export class RecordMapper {
   private readonly resources = new Map<string, ResourceDescriptor>();
   private readonly semconv: Record<Family, ReadonlyMap<string, string>>;
   private readonly outcomeSeverity: ReadonlyMap<string, Severity>;
+  private readonly plans = new Map<string, TypePlan>();
+  private readonly overrides: TenantOverrides;
 
   constructor(
     private readonly catalog: Catalog,
@@ -82,6 +144,44 @@ export class RecordMapper {
       tenant: new Map(Object.entries(d.tenant.semanticConventions)),
     };
     this.outcomeSeverity = new Map(Object.entries(d.severity.outcomes));
+    this.overrides = options.overrides ?? TenantOverrides.none();
+  }
+
+  private plan(eventType: string): TypePlan {
+    let plan = this.plans.get(eventType);
+    if (plan) return plan;
+    const entry = this.catalog.eventTypes.get(eventType);
+    const renames = new Map<string, string>();
+    const derived: Array<[string, AttrValue]> = [];
+    if (entry) {
+      for (const [name, a] of entry.allAttributes) if (a.rename) renames.set(name, a.rename);
+      if (entry.category) derived.push([ATTR_EVENT_CATEGORY, entry.category]);
+      if (entry.action) derived.push([ATTR_EVENT_ACTION, entry.action]);
+      if (entry.ocsf) derived.push([ATTR_OCSF_CLASS_UID, entry.ocsf.classUid], [ATTR_OCSF_ACTIVITY_ID, entry.ocsf.activityId]);
+      if (entry.target) derived.push([ATTR_TARGET_TYPE, entry.target.type]);
+    }
+    plan = {
+      eventName: this.eventNamePrefix + eventType,
+      entry,
+      family: entry?.family,
+      renames,
+      body: entry?.body ? compileTemplate(entry.body) : undefined,
+      derived,
+      target: entry?.target,
+      severity: this.overrides.severityFor(eventType),
+      keep: this.overrides.keeps(eventType),
+    };
+    if (this.plans.size < MAX_DRIFT_NAMES) this.plans.set(eventType, plan);
+    return plan;
+  }
+
+  private drifted(map: Map<string, number>, kind: 'eventType' | 'attribute', name: string): void {
+    const n = map.get(name);
+    if (n !== undefined) map.set(name, n + 1);
+    else if (map.size < MAX_DRIFT_NAMES) {
+      map.set(name, 1);
+      this.options.onSchemaDrift?.(kind, name);
+    }
   }
 
   /** Map one parsed line. `line` is its 1-based line number in the object. */
@@ -96,9 +196,11 @@ export class RecordMapper {
     }
     const recordType = typeof rec.eventType === 'string' && rec.eventType !== '' ? rec.eventType : undefined;
     const eventType = ctx.keyInfo.eventType ?? recordType ?? UNKNOWN_EVENT_TYPE;
-    const entry = this.catalog.eventTypes.get(eventType);
-    if (!entry) bump(this.drift.unknownEventTypes, eventType);
-    const family: Family = entry?.family ?? guessFamily(rec);
+    const plan = this.plan(eventType);
+    if (!plan.keep) return { ok: false, reason: `event type ${eventType} dropped by the tenant's overrides`, dropped: true };
+    const entry = plan.entry;
+    if (!entry) this.drifted(this.drift.unknownEventTypes, 'eventType', eventType);
+    const family: Family = plan.family ?? guessFamily(rec);
 
     const siteLuid = typeof rec.siteLuid === 'string' ? rec.siteLuid : ctx.keyInfo.siteLuid;
     const resource = this.resourceFor(family, siteLuid, ctx.keyInfo);
@@ -107,6 +209,8 @@ export class RecordMapper {
     const uid = typeof rec.eventId === 'string' && rec.eventId !== '' ? rec.eventId : `${ctx.uidPrefix}:${line}`;
     attrs[ATTR_LOG_RECORD_UID] = uid;
     attrs[ATTR_EVENT_TYPE] = eventType;
+    for (const [k, v] of plan.derived) attrs[k] = v;
+    if (plan.target) this.setTarget(attrs, plan.target, rec);
 
     let severity: Severity = 'INFO';
     const outcome = rec.eventOutcome;
@@ -122,6 +226,7 @@ export class RecordMapper {
       const hit = typeof rule.equals === 'string' ? typeof v === 'string' && v.toLowerCase() === rule.equals.toLowerCase() : v === rule.equals;
       if (hit && SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
     }
+    if (plan.severity) severity = plan.severity;
 
     const moves = this.semconv[family];
     const documented = entry?.allAttributes;
@@ -131,7 +236,7 @@ export class RecordMapper {
       if (k === 'eventTime') continue; // it is the record's timestamp
       if (k === 'siteLuid' && v === resource.attributes[this.prefix + 'site_luid']) continue; // lifted to the resource
       if (k === 'eventType' && v === eventType) continue; // same as tableau.event_type
-      if (documented && !documented.has(k)) bump(this.drift.unknownAttributes, `${eventType}.${k}`);
+      if (documented && !documented.has(k)) this.drifted(this.drift.unknownAttributes, 'attribute', `${eventType}.${k}`);
       const target = moves.get(k);
       if (target !== undefined && !(target in attrs)) {
         attrs[target] = v as AttrValue;
@@ -147,9 +252,27 @@ export class RecordMapper {
         attrs[ATTR_URL_FULL] = v;
         continue;
       }
-      const name = this.prefix + snakeCase(k);
+      const name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
       attrs[name in attrs ? RAW_ATTRIBUTE_PREFIX + k : name] = v as AttrValue;
     }
+    this.overrides.applyToAttributes(attrs);
+    // The body is rendered from the attributes as they leave (after the overrides), so a value a
+    // tenant drops, redacts or hashes never reaches the body either.
+    const lookup: ValueLookup = (n) => {
+      switch (n) {
+        case 'user': return attrs[this.overrides.outputName(ATTR_USER_ID)];
+        case 'eventType': return eventType;
+        case 'eventTime': return rec.eventTime;
+        case 'siteLuid': return attrs[this.overrides.outputName(this.prefix + 'site_luid')] ?? resource.attributes[this.prefix + 'site_luid'];
+        case 'requestUri': {
+          const path = attrs[this.overrides.outputName(ATTR_URL_PATH)];
+          const query = attrs[this.overrides.outputName(ATTR_URL_QUERY)];
+          return path === undefined ? undefined : query === undefined ? path : `${String(path)}?${String(query)}`;
+        }
+      }
+      return attrs[this.overrides.outputName(this.outputNameOf(family, plan, n))];
+    };
+    const body = plan.body ? plan.body(lookup) : defaultBody(eventType, lookup);
 
     return {
       ok: true,
@@ -158,13 +281,31 @@ export class RecordMapper {
         observedTimeUnixNano,
         severityNumber: SEVERITY_NUMBER[severity],
         severityText: severity,
-        eventName: this.eventNamePrefix + eventType,
+        eventName: plan.eventName,
         eventType,
-        body: defaultBody(eventType, rec, entry),
+        body,
         attributes: attrs,
         resource,
       },
     };
+  }
+
+  /** Where a source attribute lands by default (semantic-convention move, catalog rename, or tableau.<snake>). */
+  private outputNameOf(family: Family, plan: TypePlan, source: string): string {
+    if (source === 'initiatingUrl') return ATTR_URL_FULL;
+    return this.semconv[family].get(source) ?? plan.renames.get(source) ?? this.prefix + snakeCase(source);
+  }
+
+  private setTarget(attrs: Record<string, AttrValue>, target: NonNullable<EventTypeEntry['target']>, rec: Record<string, unknown>): void {
+    const put = (name: string, spec: string | undefined): void => {
+      if (!spec) return;
+      const v = firstOf(rec, spec);
+      if (v !== undefined) attrs[name] = typeof v === 'string' ? v : JSON.stringify(v);
+    };
+    put(ATTR_TARGET_ID, target.id);
+    put(ATTR_TARGET_NAME, target.name);
+    put(ATTR_TARGET_USER_ID, target.user);
+    put(ATTR_TARGET_GROUP_ID, target.group);
   }
 
   private resourceFor(family: Family, siteLuid: string | undefined, key: ObjectKeyInfo): ResourceDescriptor {
@@ -185,10 +326,6 @@ export class RecordMapper {
   }
 }
 
-function bump(map: Map<string, number>, key: string): void {
-  map.set(key, (map.get(key) ?? 0) + 1);
-}
-
 /** Tenant records carry eventId/eventVersion and string user ids; site records carry siteLuid. */
 function guessFamily(rec: Record<string, unknown>): Family {
   if (typeof rec.siteLuid === 'string' || typeof rec.actorUserLuid === 'string') return 'site';
@@ -196,10 +333,10 @@ function guessFamily(rec: Record<string, unknown>): Family {
   return 'site';
 }
 
-/** A short human-readable summary; never the raw JSON. */
-function defaultBody(eventType: string, rec: Record<string, unknown>, _entry: EventTypeEntry | undefined): string {
-  const user = firstString(rec.actorUserLuid, rec.initiatingUserEmail, rec.initiatingUserId, rec.actorUserId);
-  const outcome = typeof rec.eventOutcome === 'string' ? rec.eventOutcome : typeof rec.status === 'string' ? rec.status : undefined;
+/** The body of event types whose mapping file has no template: a short summary, never the raw JSON. */
+function defaultBody(eventType: string, lookup: ValueLookup): string {
+  const user = firstString(lookup('user'), lookup('actorUserId'));
+  const outcome = firstString(lookup('eventOutcome'), lookup('status'));
   let body = eventType.replace(/_/g, ' ');
   if (user) body += ` by user ${user}`;
   if (outcome) body += ` (${outcome})`;

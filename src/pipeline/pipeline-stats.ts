@@ -9,6 +9,7 @@ export class PipelineStats {
   retries = 0;
   deadLetteredLines = 0;
   deadLetteredBatches = 0;
+  droppedByOverride = 0;
   /** Newest exported eventTime, ns since the epoch. */
   newestExportedTimeUnixNano = 0n;
 }

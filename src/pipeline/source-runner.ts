@@ -231,6 +231,11 @@ export class SourceRunner {
               continue;
             }
             const result = mapper.map(value, item.line, mctx, observed);
+            if (!result.ok && result.dropped) {
+              stats.droppedByOverride++;
+              progress(item.line);
+              continue;
+            }
             if (!result.ok) {
               this.deadLetterLine(obj, item.line, result.reason, item.text);
               progress(item.line);

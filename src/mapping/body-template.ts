@@ -1,0 +1,98 @@
+/**
+ * Body templates of the mapping files: text with `{attribute}` placeholders (`{a|b}`: the first
+ * present), and `[ ... ]` sections that disappear when a placeholder inside them has no value.
+ *   `user {user} [{groupOperation}] user {userLuid} [in group {groupName|groupLuid}]`
+ * Compiled once per event type into a function over the record.
+ */
+export type ValueLookup = (name: string) => unknown;
+
+type Part = { kind: 'text'; text: string } | { kind: 'field'; names: string[] } | { kind: 'optional'; parts: Part[] };
+
+export class TemplateError extends Error {}
+
+function parse(template: string): Part[] {
+  const top: Part[] = [];
+  let current = top;
+  let optional: Part[] | null = null;
+  let text = '';
+  const flush = (): void => {
+    if (text) current.push({ kind: 'text', text });
+    text = '';
+  };
+  for (let i = 0; i < template.length; i++) {
+    const c = template[i]!;
+    if (c === '{') {
+      const end = template.indexOf('}', i);
+      if (end === -1) throw new TemplateError(`unclosed '{' at column ${i + 1}`);
+      flush();
+      const names = template.slice(i + 1, end).split('|').map((s) => s.trim());
+      if (names.some((n) => !/^[A-Za-z_][A-Za-z0-9_.-]*$/.test(n))) throw new TemplateError(`bad placeholder '{${template.slice(i + 1, end)}}' at column ${i + 1}`);
+      current.push({ kind: 'field', names });
+      i = end;
+    } else if (c === '[') {
+      if (optional) throw new TemplateError(`nested '[' at column ${i + 1}`);
+      flush();
+      optional = [];
+      current = optional;
+    } else if (c === ']') {
+      if (!optional) throw new TemplateError(`']' without '[' at column ${i + 1}`);
+      flush();
+      top.push({ kind: 'optional', parts: optional });
+      optional = null;
+      current = top;
+    } else if (c === '}') {
+      throw new TemplateError(`'}' without '{' at column ${i + 1}`);
+    } else {
+      text += c;
+    }
+  }
+  if (optional) throw new TemplateError("unclosed '['");
+  flush();
+  return top;
+}
+
+/** Every attribute name a template refers to. */
+export function templateFields(template: string): string[] {
+  const out: string[] = [];
+  const walk = (parts: Part[]): void => {
+    for (const p of parts) {
+      if (p.kind === 'field') out.push(...p.names);
+      else if (p.kind === 'optional') walk(p.parts);
+    }
+  };
+  walk(parse(template));
+  return out;
+}
+
+function show(v: unknown): string | undefined {
+  if (v === null || v === undefined || v === '') return undefined;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(v);
+}
+
+export function compileTemplate(template: string): (lookup: ValueLookup) => string {
+  const parts = parse(template);
+  const render = (ps: Part[], lookup: ValueLookup, strict: boolean): string | undefined => {
+    let out = '';
+    for (const p of ps) {
+      if (p.kind === 'text') out += p.text;
+      else if (p.kind === 'field') {
+        let v: string | undefined;
+        for (const n of p.names) {
+          v = show(lookup(n));
+          if (v !== undefined) break;
+        }
+        if (v === undefined) {
+          if (strict) return undefined;
+          v = '?';
+        }
+        out += v;
+      } else {
+        out += render(p.parts, lookup, true) ?? '';
+      }
+    }
+    return out;
+  };
+  return (lookup) => render(parts, lookup, false)!.replace(/\s{2,}/g, ' ').trim();
+}

@@ -1,0 +1,187 @@
+/**
+ * Per-tenant mapping overrides: the YAML file a tenant names with `mappings:` in the config,
+ * applied after the default mapping, to that tenant's records only.
+ *
+ *   eventTypes: { drop: [vizql_http_request], keep: ["*"] }
+ *   attributes:
+ *     drop:   [tableau.licensing_role_name]
+ *     redact: [url.query]                       # value becomes "[redacted]"
+ *     hash:   [user.email, client.address]      # HMAC-SHA-256 (hex) with hashKey
+ *     rename: { tableau.site_role_id: tableau.role }
+ *   hashKey: ${PII_HASH_KEY}                    # from the environment; never logged
+ *   static:  { deployment.environment.name: production, cost_center: "CC-1234" }
+ *   severity: { "hist_delete_*": WARN }
+ *
+ * Attribute names are output names (after the default mapping); drop/redact/hash accept globs.
+ */
+import { z } from 'zod';
+import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { severitySchema, type SeverityName } from './mapping-file-schema.js';
+import { globMatcher } from '../util/glob.js';
+import { FileError, formatPath, parseYaml, positionOf, validateYaml } from '../util/yaml-file.js';
+import { substituteEnv, type SubstitutionProblem } from '../daemon/env-substitution.js';
+import type { AttrValue } from './log-record.js';
+import { outputNamesOf, type Catalog } from './catalog.js';
+import { DERIVED_ATTRIBUTES } from './record-mapper.js';
+
+const nameList = z.array(z.string().min(1)).default([]);
+
+export const overridesFileSchema = z
+  .object({
+    eventTypes: z
+      .object({
+        /** Only these event types (globs) are exported; default all. */
+        keep: z.array(z.string().min(1)).optional(),
+        /** These event types (globs) are dropped (counted as dropped-by-override). */
+        drop: nameList,
+      })
+      .strict()
+      .optional(),
+    attributes: z
+      .object({
+        drop: nameList,
+        redact: nameList,
+        hash: nameList,
+        rename: z.record(z.string().min(1), z.string().min(1)).default({}),
+      })
+      .strict()
+      .optional(),
+    hashKey: z.string().min(16, 'use a key of at least 16 characters').optional(),
+    static: z.record(z.string().min(1), z.union([z.string(), z.number(), z.boolean()])).optional(),
+    severity: z.record(z.string().min(1), severitySchema).optional(),
+  })
+  .strict()
+  .superRefine((o, ctx) => {
+    if ((o.attributes?.hash.length ?? 0) > 0 && !o.hashKey) {
+      ctx.addIssue({ code: 'custom', path: ['hashKey'], message: 'attributes.hash needs a hashKey (e.g. hashKey: ${PII_HASH_KEY})' });
+    }
+    const targets = new Map<string, string>();
+    for (const [from, to] of Object.entries(o.attributes?.rename ?? {})) {
+      const previous = targets.get(to);
+      if (previous) ctx.addIssue({ code: 'custom', path: ['attributes', 'rename', from], message: `'${from}' and '${previous}' would both be emitted as '${to}'` });
+      targets.set(to, from);
+      if (o.static && to in o.static) ctx.addIssue({ code: 'custom', path: ['attributes', 'rename', from], message: `'${to}' is also a static attribute: one name emitted twice` });
+    }
+  });
+export type OverridesFile = z.infer<typeof overridesFileSchema>;
+
+export const REDACTED = '[redacted]';
+
+/** The compiled overrides of one tenant. */
+export class TenantOverrides {
+  private readonly keepType: ((t: string) => boolean) | null;
+  private readonly dropType: (t: string) => boolean;
+  private readonly dropAttr: (n: string) => boolean;
+  private readonly redactAttr: (n: string) => boolean;
+  private readonly hashAttr: (n: string) => boolean;
+  private readonly rename: ReadonlyArray<[string, string]>;
+  private readonly staticAttrs: ReadonlyArray<[string, AttrValue]>;
+  private readonly severity: ReadonlyArray<[(t: string) => boolean, SeverityName]>;
+  private readonly typeCache = new Map<string, boolean>();
+  readonly touchesAttributes: boolean;
+
+  constructor(
+    private readonly file: OverridesFile,
+    /** Where the overrides came from, for errors found later (checks against the catalog). */
+    readonly origin?: { file: string; position: (path: PropertyKey[]) => string },
+  ) {
+    this.keepType = file.eventTypes?.keep ? globMatcher(file.eventTypes.keep) : null;
+    this.dropType = globMatcher(file.eventTypes?.drop ?? []);
+    this.dropAttr = globMatcher(file.attributes?.drop ?? []);
+    this.redactAttr = globMatcher(file.attributes?.redact ?? []);
+    this.hashAttr = globMatcher(file.attributes?.hash ?? []);
+    this.rename = Object.entries(file.attributes?.rename ?? {});
+    this.staticAttrs = Object.entries(file.static ?? {});
+    this.severity = Object.entries(file.severity ?? {}).map(([g, s]) => [globMatcher([g]), s]);
+    const a = file.attributes;
+    this.touchesAttributes = !!a && (a.drop.length + a.redact.length + a.hash.length + this.rename.length > 0);
+  }
+
+  static none(): TenantOverrides {
+    return new TenantOverrides({});
+  }
+
+  /** Names this file renames to or adds (for the duplicate-name check against the catalog). */
+  emittedNames(): Array<{ name: string; path: PropertyKey[] }> {
+    return [
+      ...this.rename.map(([from, to]) => ({ name: to, path: ['attributes', 'rename', from] as PropertyKey[] })),
+      ...this.staticAttrs.map(([k]) => ({ name: k, path: ['static', k] as PropertyKey[] })),
+    ];
+  }
+
+  /** The name an attribute leaves with, after a rename. */
+  outputName(name: string): string {
+    for (const [from, to] of this.rename) if (from === name) return to;
+    return name;
+  }
+
+  keeps(eventType: string): boolean {
+    let v = this.typeCache.get(eventType);
+    if (v === undefined) {
+      v = (this.keepType ? this.keepType(eventType) : true) && !this.dropType(eventType);
+      if (this.typeCache.size < 10_000) this.typeCache.set(eventType, v);
+    }
+    return v;
+  }
+
+  severityFor(eventType: string): SeverityName | undefined {
+    for (const [m, s] of this.severity) if (m(eventType)) return s;
+    return undefined;
+  }
+
+  /** Applies drop, redact, hash, rename, then adds the static attributes; mutates `attrs`. */
+  applyToAttributes(attrs: Record<string, AttrValue>): void {
+    if (this.touchesAttributes) {
+      for (const name of Object.keys(attrs)) {
+        if (this.dropAttr(name)) {
+          delete attrs[name];
+          continue;
+        }
+        if (this.redactAttr(name)) attrs[name] = REDACTED;
+        else if (this.hashAttr(name)) attrs[name] = this.hmac(attrs[name]);
+      }
+      for (const [from, to] of this.rename) {
+        if (from in attrs) {
+          attrs[to] = attrs[from]!;
+          delete attrs[from];
+        }
+      }
+    }
+    for (const [k, v] of this.staticAttrs) attrs[k] = v;
+  }
+
+  private hmac(value: AttrValue): string {
+    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    return createHmac('sha256', this.file.hashKey!).update(text).digest('hex');
+  }
+}
+
+export function loadOverrides(file: string, env: NodeJS.ProcessEnv = process.env): TenantOverrides {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new FileError(file, [`1:1: cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+  }
+  const parsed = parseYaml(file, text);
+  const problems: SubstitutionProblem[] = [];
+  const value = substituteEnv(parsed.value ?? {}, env, problems);
+  if (problems.length > 0) throw new FileError(file, problems.map((p) => `${positionOf(parsed, p.path)}: ${formatPath(p.path)}: ${p.message}`));
+  return new TenantOverrides(validateYaml(parsed, overridesFileSchema, value), { file, position: (p) => positionOf(parsed, p) });
+}
+
+/**
+ * A rename target or static attribute must not be a name the mapping already emits: the
+ * record would carry one attribute name twice. Throws a FileError naming the overrides file.
+ */
+export function checkOverridesAgainstCatalog(overrides: TenantOverrides, catalog: Catalog): void {
+  const emitted = new Set<string>(DERIVED_ATTRIBUTES);
+  for (const family of ['site', 'tenant'] as const) for (const target of Object.values(catalog.defaults[family].semanticConventions)) emitted.add(target);
+  for (const entry of catalog.eventTypes.values()) for (const out of outputNamesOf(entry, entry.allAttributes, catalog.defaults).values()) emitted.add(out);
+  const problems: string[] = [];
+  for (const { name, path } of overrides.emittedNames()) {
+    if (emitted.has(name)) problems.push(`${overrides.origin?.position(path) ?? '1:1'}: ${path.join('.')}: '${name}' is already emitted by the mapping: one attribute name would be emitted twice`);
+  }
+  if (problems.length > 0) throw new FileError(overrides.origin?.file ?? '<overrides>', problems);
+}
