@@ -182,3 +182,20 @@ describe('two tenants in one process', () => {
     expect(JSON.stringify(priv.map((r) => r.body))).not.toMatch(/@acme/);
   });
 });
+
+describe('schema drift', () => {
+  it('counts unknown event types and attributes per name and reports each name once', () => {
+    const seen: string[] = [];
+    const mapper = new RecordMapper(catalog, { tenantId: 't', onSchemaDrift: (kind, name) => seen.push(`${kind}:${name}`) });
+    const ctx = (type: string) => ({ keyInfo: parseObjectKey(`pod=p/siteLuid=s/y=2026/m=11/d=24/h=23/eventType=${type}/f.txt`), uidPrefix: 'x' });
+    for (let i = 0; i < 3; i++) {
+      expect(mapper.map({ eventTime: '2026-11-24T23:00:00Z', brandNew: i }, i + 1, ctx('hist_delete_workbook'), 0n).ok).toBe(true);
+      const r = mapper.map({ eventTime: '2026-11-24T23:00:00Z', shiny: true }, i + 1, ctx('future_event_type'), 0n);
+      expect(r.ok && r.record.attributes['tableau.shiny']).toBe(true);
+      expect(r.ok && r.record.eventName).toBe('tableau.future_event_type');
+    }
+    expect(seen).toEqual(['attribute:hist_delete_workbook.brandNew', 'eventType:future_event_type']);
+    expect(mapper.drift.unknownAttributes.get('hist_delete_workbook.brandNew')).toBe(3);
+    expect(mapper.drift.unknownEventTypes.get('future_event_type')).toBe(3);
+  });
+});
