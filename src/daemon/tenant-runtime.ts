@@ -18,6 +18,7 @@ import { DeadLetterStore } from '../pipeline/dead-letter-store.js';
 import { PipelineStats } from '../pipeline/pipeline-stats.js';
 import { CheckpointSaver, SourceRunner, type PipelineSettings } from '../pipeline/source-runner.js';
 import type { Logger } from './logger.js';
+import { sourceMetrics, type DaemonMetrics } from './metrics.js';
 
 export interface TenantRuntimeOptions {
   catalog: Catalog;
@@ -26,6 +27,7 @@ export interface TenantRuntimeOptions {
   settings: PipelineSettings;
   scope: InstrumentationScopeInfo;
   log: Logger;
+  metrics?: DaemonMetrics;
 }
 
 export class TenantRuntime {
@@ -65,7 +67,13 @@ export class TenantRuntime {
     };
     const seen = new Set<string>();
     this.runners = config.sources.map((s) => {
-      const source = createSource(s, { baseDir: options.baseDir });
+      const source = createSource(s, {
+        baseDir: options.baseDir,
+        tenantId: config.id,
+        metrics: sourceMetrics(options.metrics, config.id, 'name' in s && s.name ? s.name : s.type),
+        log: this.log,
+        env: process.env,
+      });
       if (seen.has(source.id)) throw new Error(`tenant ${config.id}: two sources share the id '${source.id}'; give one a name`);
       seen.add(source.id);
       return new SourceRunner(source, ctx, this.deliveryAbort.signal);

@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import type { Source } from './source.js';
+import type { SourceMetrics } from '../daemon/metrics.js';
+import type { Logger } from '../daemon/logger.js';
 import { DirectorySource, directorySourceConfigSchema } from './directory-source.js';
 
 export const sourceConfigSchema = z.discriminatedUnion('type', [directorySourceConfigSchema]);
@@ -13,6 +15,11 @@ export type SourceConfig = z.infer<typeof sourceConfigSchema>;
 export interface SourceBuildContext {
   /** Directory relative paths in the config are resolved against (the config file's). */
   baseDir: string;
+  tenantId: string;
+  /** Source-specific metrics with tenant and source labels bound (see daemon/metrics.ts). */
+  metrics: SourceMetrics;
+  log: Logger;
+  env: NodeJS.ProcessEnv;
 }
 
 export function createSource(config: SourceConfig, ctx: SourceBuildContext): Source {

@@ -25,6 +25,8 @@ export interface Source {
   readonly type: string;
   /** Seconds between polls in daemon mode. */
   readonly pollIntervalMs: number;
+  /** How many objects the pipeline may read at once (their progress still commits in order). Default 1. */
+  readonly readConcurrency?: number;
   /** Objects to read now, oldest first. May prune the checkpoint (bounded state). */
   pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]>;
   close?(): Promise<void>;
