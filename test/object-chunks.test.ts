@@ -1,0 +1,116 @@
+/**
+ * The chunker (main thread) against the line splitter: for many inputs and chunkings, splitting
+ * the chunks' bytes gives exactly the lines (numbers and text) splitLines gives, oversize lines
+ * are reported in the same places, and no chunk exceeds its limits.
+ */
+import { describe, it, expect } from 'vitest';
+import { objectChunks, type ChunkItem } from '../src/decoding/object-chunks.js';
+import { splitLines, type LineItem } from '../src/decoding/object-lines.js';
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+async function* pieces(data: Buffer, sizes: () => number): AsyncGenerator<Buffer> {
+  let i = 0;
+  while (i < data.length) {
+    const n = Math.max(1, Math.floor(sizes()));
+    yield data.subarray(i, i + n);
+    i += n;
+  }
+}
+
+function randomObject(r: () => number, maxLine: number): Buffer {
+  const lines: string[] = [];
+  const n = Math.floor(r() * 60);
+  for (let i = 0; i < n; i++) {
+    const kind = r();
+    const len = kind < 0.1 ? 0 : kind < 0.15 ? maxLine + Math.floor(r() * 30) : kind < 0.2 ? maxLine : Math.floor(r() * maxLine);
+    let line = '';
+    for (let k = 0; k < len; k++) line += String.fromCharCode(97 + Math.floor(r() * 26));
+    if (r() < 0.05) line = 'é' + line.slice(1);
+    lines.push(line + (r() < 0.3 ? '\r\n' : '\n'));
+  }
+  let text = lines.join('');
+  if (r() < 0.3) text += 'tail-without-newline';
+  return Buffer.from(text);
+}
+
+async function viaChunks(data: Buffer, sizes: () => number, opts: { maxLines: number; maxBytes: number; maxLineBytes: number; skipLines: number }) {
+  const items: LineItem[] = [];
+  const chunks: ChunkItem[] = [];
+  for await (const item of objectChunks(pieces(data, sizes), opts)) {
+    chunks.push(item);
+    if (item.kind === 'oversize') {
+      items.push({ kind: 'oversize', line: item.oversize.line, bytes: item.oversize.bytes, head: item.oversize.head });
+      continue;
+    }
+    // split the chunk's bytes the simple way and renumber
+    const texts = item.chunk.bytes.toString('utf8').split('\n');
+    if (texts.at(-1) === '') texts.pop();
+    expect(texts.length).toBe(item.chunk.lineCount);
+    texts.forEach((t, i) => {
+      const text = t.endsWith('\r') ? t.slice(0, -1) : t;
+      if (text.trim() !== '') items.push({ kind: 'line', line: item.chunk.firstLine + i, text });
+    });
+  }
+  return { items, chunks };
+}
+
+async function viaSplitter(data: Buffer, opts: { maxLineBytes: number; skipLines: number }) {
+  const items: LineItem[] = [];
+  async function* one() {
+    yield data;
+  }
+  for await (const batch of splitLines(one(), opts)) items.push(...batch);
+  return items;
+}
+
+describe('objectChunks', () => {
+  it('gives the same lines as splitLines for 300 random objects and chunkings', async () => {
+    for (let seed = 1; seed <= 300; seed++) {
+      const r = rng(seed);
+      const maxLineBytes = 20 + Math.floor(r() * 40);
+      const data = randomObject(r, maxLineBytes);
+      const skipLines = r() < 0.3 ? Math.floor(r() * 10) : 0;
+      const opts = { maxLines: 1 + Math.floor(r() * 10), maxBytes: 16 + Math.floor(r() * 200), maxLineBytes, skipLines };
+      const expected = await viaSplitter(data, opts);
+      const { items, chunks } = await viaChunks(data, () => 1 + r() * 50, opts);
+      const norm = (xs: LineItem[]) => xs.map((x) => (x.kind === 'line' ? `L${x.line}:${x.text}` : `O${x.line}:${x.bytes}`));
+      expect(norm(items), `seed ${seed}`).toEqual(norm(expected));
+      for (const c of chunks) {
+        if (c.kind !== 'chunk') continue;
+        expect(c.chunk.lineCount).toBeLessThanOrEqual(opts.maxLines);
+        expect(c.chunk.bytes.length).toBeLessThan(opts.maxBytes + (maxLineBytes + 2) * 1);
+      }
+    }
+  });
+
+  it('an empty object gives nothing; one without a final newline gives its last line', async () => {
+    const opts = { maxLines: 10, maxBytes: 1000, maxLineBytes: 100, skipLines: 0 };
+    expect((await viaChunks(Buffer.alloc(0), () => 5, opts)).items).toEqual([]);
+    const { items } = await viaChunks(Buffer.from('{"a":1}\n{"b":2}'), () => 3, opts);
+    expect(items).toEqual([
+      { kind: 'line', line: 1, text: '{"a":1}' },
+      { kind: 'line', line: 2, text: '{"b":2}' },
+    ]);
+  });
+
+  it('does not buffer a huge line: memory stays flat', async () => {
+    const before = process.memoryUsage().rss;
+    async function* huge() {
+      yield Buffer.from('{"ok":1}\n');
+      const block = Buffer.alloc(1 << 20, 0x61);
+      for (let i = 0; i < 300; i++) yield block; // a 300 MB line
+      yield Buffer.from('\n{"ok":2}\n');
+    }
+    const items: ChunkItem[] = [];
+    for await (const item of objectChunks(huge(), { maxLines: 1000, maxBytes: 1 << 20, maxLineBytes: 1 << 20 })) items.push(item);
+    expect(items.map((i) => (i.kind === 'chunk' ? `c${i.chunk.firstLine}+${i.chunk.lineCount}` : `o${i.oversize.line}:${i.oversize.bytes}`))).toEqual(['c1+1', `o2:${300 * (1 << 20)}`, 'c3+1']);
+    expect(process.memoryUsage().rss - before).toBeLessThan(100 * 1024 * 1024);
+  });
+});
