@@ -112,9 +112,37 @@ function expectedAttributes(
   family: Family,
   eventType: string,
   uid: string,
+  entry?: EventTypeEntry,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = { 'log.record.uid': uid, 'tableau.event_type': eventType };
   if (isFailureOutcome(rec.eventOutcome)) out['error.type'] = rec.eventOutcome;
+  // what the event type's mapping file says about it (category, OCSF class, target)
+  if (entry?.category) out['tableau.event.category'] = entry.category;
+  if (entry?.action) out['tableau.event.action'] = entry.action;
+  if (entry?.ocsf) {
+    out['tableau.ocsf.class_uid'] = entry.ocsf.classUid;
+    out['tableau.ocsf.activity_id'] = entry.ocsf.activityId;
+  }
+  if (entry?.target) {
+    out['tableau.target.type'] = entry.target.type;
+    const first = (spec: string | undefined): unknown => {
+      for (const n of (spec ?? '').split('|')) {
+        const v = rec[n.trim()];
+        if (v !== null && v !== undefined && v !== '') return typeof v === 'string' ? v : JSON.stringify(v);
+      }
+      return undefined;
+    };
+    const fields: Array<[string, string | undefined]> = [
+      ['tableau.target.id', entry.target.id],
+      ['tableau.target.name', entry.target.name],
+      ['tableau.target.user.id', entry.target.user],
+      ['tableau.target.group.id', entry.target.group],
+    ];
+    for (const [name, spec] of fields) {
+      const v = first(spec);
+      if (v !== undefined) out[name] = v;
+    }
+  }
   const put = (name: string, original: string, value: unknown): void => {
     if (name in out) out[`tableau.raw.${original}`] = value;
     else out[name] = value;
@@ -269,7 +297,7 @@ describe('RecordMapper: every catalog event type', () => {
       }
 
       // Every input attribute exactly once, under its expected name, with its value and JSON type.
-      const expected = expectedAttributes(rec, family, eventType, uid);
+      const expected = expectedAttributes(rec, family, eventType, uid, entry);
       const gotKeys = Object.keys(out.attributes).sort();
       const wantKeys = Object.keys(expected).sort();
       const missing = wantKeys.filter((k) => !gotKeys.includes(k));
