@@ -76,7 +76,17 @@ program
       process.exitCode = EXIT_CONFIG;
       return;
     }
-    process.exitCode = await runCommand(loaded, { once: !!flags.once, graceMs }, log);
+    try {
+      process.exitCode = await runCommand(loaded, { once: !!flags.once, graceMs }, log);
+    } catch (err) {
+      // configuration problems found while starting (mapping files, overrides): clear message, no stack
+      if (err instanceof Error && (err.name === 'FileError' || err.name === 'CatalogError')) {
+        process.stderr.write(`${err.message}\n`);
+        process.exitCode = EXIT_CONFIG;
+        return;
+      }
+      throw err;
+    }
   });
 
 program

@@ -147,7 +147,9 @@ describe('run --once, directory → OTLP/HTTP protobuf', () => {
     const letters = readdirSync(dlDir).flatMap((f) => readFileSync(join(dlDir, f), 'utf8').trim().split('\n')).map((l) => JSON.parse(l));
     const batch = letters.find((l) => l.kind === 'batch');
     expect(batch.status).toBe(400);
-    expect(batch.records).toHaveLength(100);
+    expect(batch.lines).toHaveLength(100);
+    expect(JSON.parse(batch.lines[0]).testSeq).toBeTypeOf('number');
+    expect(batch.objects[0].lastLine - batch.objects[0].firstLine + 1).toBe(100);
     expect(res.stderr).toMatch(/rejected/);
   });
 });

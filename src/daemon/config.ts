@@ -37,12 +37,14 @@ export type TenantConfig = z.infer<typeof tenantConfigSchema>;
 export const pipelineConfigSchema = z
   .object({
     batchSize: z.number().int().min(1).max(100_000).default(1000),
-    maxBatchBytes: z.number().int().min(1024).default(4 * 1024 * 1024),
+    maxBatchBytes: z.number().int().min(1024).default(2 * 1024 * 1024),
     maxInFlightBatches: z.number().int().min(1).max(64).default(4),
     maxLineBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
     /** How long one batch is retried before the destination counts as unreachable (default: forever in the daemon, 5m with --once). */
     retryFor: durationSchema.optional(),
     checkpointInterval: durationSchema.default(0),
+    /** Encode worker threads (parse, map, encode); 0 runs them in the main thread. Default: the core count, at most 4. */
+    workers: z.number().int().min(0).max(16).optional(),
   })
   .strict();
 

@@ -11,9 +11,14 @@ import { TenantRuntime } from './tenant-runtime.js';
 import { DEFAULT_PIPELINE_SETTINGS, DestinationUnavailableError, type PipelineSettings } from '../pipeline/source-runner.js';
 import type { Logger } from './logger.js';
 import { connectorScope } from './version.js';
+import { availableParallelism } from 'node:os';
+import { EncodeWorkerPool } from '../pipeline/worker-pool.js';
+import { loadTenantOverrides, overridesPath } from './tenant-runtime.js';
+import { DaemonMetrics } from './metrics.js';
 
 export interface RunOptions {
   once: boolean;
+  metrics?: DaemonMetrics;
   /** Milliseconds in-flight batches get after a stop signal. */
   graceMs: number;
 }
@@ -38,11 +43,23 @@ export function pipelineSettings(loaded: LoadedConfig, once: boolean): PipelineS
 
 export async function runCommand(loaded: LoadedConfig, options: RunOptions, log: Logger): Promise<number> {
   const { config, baseDir } = loaded;
-  const catalog = loadCatalog(config.mappingsDir ? resolve(baseDir, config.mappingsDir) : undefined);
+  const mappingsDir = config.mappingsDir ? resolve(baseDir, config.mappingsDir) : undefined;
+  const catalog = loadCatalog(mappingsDir);
+  for (const t of config.tenants) loadTenantOverrides(t, baseDir, catalog); // fail early, with file and line
   const stateDir = resolve(baseDir, config.state.dir);
   const settings = pipelineSettings(loaded, options.once);
   const scope = connectorScope();
-  const tenants = config.tenants.map((t) => new TenantRuntime(t, { catalog, stateDir, baseDir, settings, scope, log }));
+  const workers = config.pipeline.workers ?? Math.max(1, Math.min(4, availableParallelism()));
+  const pool = new EncodeWorkerPool(workers, {
+    ...(mappingsDir ? { mappingsDir } : {}),
+    scope,
+    tenants: config.tenants.map((t) => {
+      const file = overridesPath(t, baseDir);
+      return file ? { id: t.id, overridesFile: file } : { id: t.id };
+    }),
+  });
+  const metrics = options.metrics ?? new DaemonMetrics();
+  const tenants = config.tenants.map((t) => new TenantRuntime(t, { catalog, stateDir, baseDir, settings, scope, log, pool, metrics }));
 
   const readAbort = new AbortController();
   let signals = 0;
@@ -59,7 +76,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
-  log.info({ tenants: tenants.map((t) => t.id), once: options.once, stateDir, eventTypes: catalog.eventTypes.size }, 'started');
+  log.info({ tenants: tenants.map((t) => t.id), once: options.once, stateDir, eventTypes: catalog.eventTypes.size, workers }, 'started');
   const started = Date.now();
   const results = await Promise.allSettled(tenants.map((t) => (options.once ? t.runOnce(readAbort.signal) : t.run(readAbort.signal))));
   let exit = EXIT_OK;
@@ -72,6 +89,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
     }
   });
   for (const t of tenants) await t.close();
+  await pool.close();
   for (const t of tenants) {
     const s = t.stats;
     log.info(

@@ -6,7 +6,6 @@
 import { join } from 'node:path';
 import type { TenantConfig } from './config.js';
 import type { Catalog } from '../mapping/catalog.js';
-import { RecordMapper } from '../mapping/record-mapper.js';
 import { checkOverridesAgainstCatalog, loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
 import { resolve } from 'node:path';
 import { createSource } from '../sources/source-registry.js';
@@ -19,6 +18,7 @@ import { PipelineStats } from '../pipeline/pipeline-stats.js';
 import { CheckpointSaver, SourceRunner, type PipelineSettings } from '../pipeline/source-runner.js';
 import type { Logger } from './logger.js';
 import { sourceMetrics, type DaemonMetrics } from './metrics.js';
+import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
 
 export interface TenantRuntimeOptions {
   catalog: Catalog;
@@ -28,6 +28,8 @@ export interface TenantRuntimeOptions {
   scope: InstrumentationScopeInfo;
   log: Logger;
   metrics?: DaemonMetrics;
+  /** Shared by all tenants of the process; knows each tenant's overrides. */
+  pool: EncodeWorkerPool;
 }
 
 export class TenantRuntime {
@@ -37,7 +39,6 @@ export class TenantRuntime {
   readonly destinations: Destination[];
   readonly deadLetters: DeadLetterStore;
   readonly checkpoints: CheckpointSaver;
-  readonly mapper: RecordMapper;
   private readonly deliveryAbort = new AbortController();
   private readonly log: Logger;
 
@@ -47,17 +48,12 @@ export class TenantRuntime {
     const dir = join(options.stateDir, config.id);
     this.deadLetters = new DeadLetterStore(join(dir, 'dead-letter'));
     this.checkpoints = new CheckpointSaver(new CheckpointStore(dir), this.deadLetters, options.settings.checkpointIntervalMs, this.log);
-    const overrides = loadTenantOverrides(config, options.baseDir, options.catalog);
-    this.mapper = new RecordMapper(options.catalog, {
-      tenantId: config.id,
-      ...(overrides ? { overrides } : {}),
-      onSchemaDrift: (kind, name) =>
-        this.log.warn({ [kind === 'eventType' ? 'eventType' : 'attribute']: name }, kind === 'eventType' ? 'unknown event type seen: exported with the default mapping' : 'undocumented attribute seen: exported with the default mapping'),
-    });
     this.destinations = config.destinations.map((d) => createDestination(d, { baseDir: options.baseDir, scope: options.scope }));
     const ctx = {
       tenantId: config.id,
-      mapper: this.mapper,
+      pool: options.pool,
+      driftSeen: new Set<string>(),
+      ...(options.metrics ? { metrics: options.metrics } : {}),
       destinations: this.destinations,
       deadLetters: this.deadLetters,
       checkpoints: this.checkpoints,
@@ -106,7 +102,11 @@ export class TenantRuntime {
 /** The tenant's `mappings:` overrides file, validated and checked against the catalog. */
 export function loadTenantOverrides(config: TenantConfig, baseDir: string, catalog: Catalog): TenantOverrides | undefined {
   if (!config.mappings) return undefined;
-  const overrides = loadOverrides(resolve(baseDir, config.mappings));
+  const overrides = loadOverrides(overridesPath(config, baseDir)!);
   checkOverridesAgainstCatalog(overrides, catalog);
   return overrides;
+}
+
+export function overridesPath(config: TenantConfig, baseDir: string): string | undefined {
+  return config.mappings ? resolve(baseDir, config.mappings) : undefined;
 }

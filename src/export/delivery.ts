@@ -4,7 +4,6 @@
  * out. Shared by every destination so the retry policy lives in one place.
  */
 import type { Destination, SendOutcome } from './destination.js';
-import type { MappedLogRecord } from '../mapping/log-record.js';
 
 export interface RetryPolicy {
   initialDelayMs: number;
@@ -32,7 +31,8 @@ export function backoffDelay(policy: RetryPolicy, attempt: number, random: () =>
 
 export async function deliver(
   destination: Destination,
-  records: readonly MappedLogRecord[],
+  payload: Uint8Array,
+  records: number,
   policy: RetryPolicy,
   signal: AbortSignal,
   hooks: DeliveryHooks = {},
@@ -42,7 +42,7 @@ export async function deliver(
     if (signal.aborted) return { kind: 'aborted', attempts: attempt - 1 };
     let outcome: SendOutcome;
     try {
-      outcome = await destination.send(records, signal);
+      outcome = await destination.send(payload, records, signal);
     } catch (err) {
       outcome = { kind: 'retry', reason: err instanceof Error ? err.message : String(err) };
     }

@@ -20,8 +20,8 @@ export interface DestinationBuildContext {
 export function createDestination(config: DestinationConfig, ctx: DestinationBuildContext): Destination {
   switch (config.type) {
     case 'otlp':
-      return new OtlpDestination(config, ctx.scope);
+      return new OtlpDestination(config);
     case 'file':
-      return new FileDestination(config.path === '-' ? config : { ...config, path: resolve(ctx.baseDir, config.path) }, ctx.scope);
+      return new FileDestination(config.path === '-' ? config : { ...config, path: resolve(ctx.baseDir, config.path) });
   }
 }

@@ -1,9 +1,11 @@
 /**
- * The contract every destination (otlp, file, later splunk-hec and datadog) implements: take a
- * batch of mapped records and say whether it was accepted, should be retried later, or was
- * rejected for good. Retries, backoff and dead-lettering live in delivery.ts, once for all.
+ * The contract every destination (otlp, file, later splunk-hec and datadog) implements: it
+ * declares the encoding it wants (the encode workers produce the request bodies, see
+ * encodings.ts), takes one encoded request body at a time and says whether it was accepted,
+ * should be retried later, or was rejected for good. Retries, backoff and dead-lettering live
+ * in delivery.ts and the pipeline, once for all destinations.
  */
-import type { MappedLogRecord } from '../mapping/log-record.js';
+import type { EncodingSpec } from './encodings.js';
 
 export type SendOutcome =
   | { kind: 'done' }
@@ -13,7 +15,9 @@ export type SendOutcome =
 export interface Destination {
   /** `<type>` or the configured name, used in logs, metrics and the dead-letter store. */
   readonly name: string;
-  send(records: readonly MappedLogRecord[], signal: AbortSignal): Promise<SendOutcome>;
+  readonly encoding: EncodingSpec;
+  /** Send one request body; `records` is how many records it holds (for logs and metrics). */
+  send(payload: Uint8Array, records: number, signal: AbortSignal): Promise<SendOutcome>;
   shutdown(): Promise<void>;
 }
 

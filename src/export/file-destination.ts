@@ -9,8 +9,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { JsonLogsSerializer } from '@opentelemetry/otlp-transformer';
 import type { Destination, SendOutcome } from './destination.js';
-import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
-import { OtelLogRecordBuilder } from './otel-log-records.js';
+import type { MappedLogRecord } from '../mapping/log-record.js';
+import type { OtelLogRecordBuilder } from './otel-log-records.js';
+import type { EncodingSpec } from './encodings.js';
 
 export const fileDestinationConfigSchema = z
   .object({
@@ -31,21 +32,19 @@ export function toOtlpJson(builder: OtelLogRecordBuilder, records: readonly Mapp
   return decoder.decode(bytes);
 }
 
+const NEWLINE = Buffer.from('\n');
+
 export class FileDestination implements Destination {
   readonly name: string;
-  private readonly builder: OtelLogRecordBuilder;
+  readonly encoding: EncodingSpec = { kind: 'otlp-json' };
   private handle: FileHandle | null = null;
 
-  constructor(
-    private readonly config: FileDestinationConfig,
-    scope: InstrumentationScopeInfo,
-  ) {
+  constructor(private readonly config: FileDestinationConfig) {
     this.name = config.name ?? (config.path === '-' ? 'stdout' : 'file');
-    this.builder = new OtelLogRecordBuilder(scope);
   }
 
-  async send(records: readonly MappedLogRecord[]): Promise<SendOutcome> {
-    const line = toOtlpJson(this.builder, records) + '\n';
+  async send(payload: Uint8Array): Promise<SendOutcome> {
+    const line = Buffer.concat([payload, NEWLINE]);
     if (this.config.path === '-') {
       await new Promise<void>((resolve, reject) => process.stdout.write(line, (err) => (err ? reject(err) : resolve())));
       return { kind: 'done' };

@@ -1,18 +1,18 @@
 /**
- * `type: otlp`: OTLP/HTTP (protobuf by default, or JSON) through OpenTelemetry JS's own log
- * exporters, called batch by batch so that each batch's result callback is the acknowledgement
- * the checkpoint waits for. The standard OTEL_EXPORTER_OTLP_* variables apply as in every SDK
- * when the config leaves an option out.
+ * `type: otlp`: OTLP/HTTP, protobuf by default or JSON. The request bodies come from the encode
+ * workers (our direct protobuf encoder, or OpenTelemetry JS's JSON serializer); transport,
+ * compression, headers, timeouts, the exporter's own retries and the standard
+ * OTEL_EXPORTER_OTLP_* variables are OpenTelemetry JS's (otlp-exporter-base), so the endpoint
+ * behaves as in every SDK. Each export's result callback is the acknowledgement the checkpoint
+ * waits for.
  */
 import { z } from 'zod';
-import { OTLPLogExporter as ProtoExporter } from '@opentelemetry/exporter-logs-otlp-proto';
-import { OTLPLogExporter as JsonExporter } from '@opentelemetry/exporter-logs-otlp-http';
-import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
+import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
+import { createOtlpHttpExportDelegate, convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node-http';
 import { ExportResultCode } from '@opentelemetry/core';
 import type { Destination, SendOutcome } from './destination.js';
 import { classifyHttpStatus } from './destination.js';
-import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
-import { OtelLogRecordBuilder } from './otel-log-records.js';
+import type { EncodingSpec } from './encodings.js';
 
 export const otlpProtocolSchema = z.enum(['http/protobuf', 'http/json']);
 export type OtlpProtocol = z.infer<typeof otlpProtocolSchema>;
@@ -45,28 +45,37 @@ export function resolveProtocol(configured: OtlpProtocol | undefined, env: NodeJ
   return 'http/protobuf';
 }
 
+/** The bodies are already encoded: the exporter's serializer passes them through. */
+const passThrough = {
+  serializeRequest: (payload: Uint8Array) => payload,
+  deserializeResponse: (data: Uint8Array) => data,
+};
+const payloadMetrics = { name: 'log' as const, countItems: () => 0 };
+
 export class OtlpDestination implements Destination {
   readonly name: string;
-  private readonly exporter: LogRecordExporter;
-  private readonly builder: OtelLogRecordBuilder;
+  readonly encoding: EncodingSpec;
+  private readonly exporter: OTLPExporterBase<Uint8Array>;
 
-  constructor(config: OtlpDestinationConfig, scope: InstrumentationScopeInfo) {
+  constructor(config: OtlpDestinationConfig) {
     this.name = config.name ?? 'otlp';
     const protocol = resolveProtocol(config.protocol);
+    this.encoding = protocol === 'http/json' ? { kind: 'otlp-json' } : { kind: 'otlp-protobuf' };
     const options = {
       ...(config.endpoint ? { url: logsUrl(config.endpoint) } : {}),
       ...(config.headers ? { headers: config.headers } : {}),
       ...(config.compression ? { compression: config.compression as never } : {}),
       ...(config.timeoutMs ? { timeoutMillis: config.timeoutMs } : {}),
     };
-    this.exporter = protocol === 'http/json' ? new JsonExporter(options) : new ProtoExporter(options);
-    this.builder = new OtelLogRecordBuilder(scope);
+    const contentType = protocol === 'http/json' ? 'application/json' : 'application/x-protobuf';
+    this.exporter = new OTLPExporterBase(
+      createOtlpHttpExportDelegate(convertLegacyHttpOptions(options, 'LOGS', 'v1/logs', { 'Content-Type': contentType }), passThrough, 'tableau_activity_otel_otlp_http_log_exporter', payloadMetrics, undefined),
+    );
   }
 
-  send(records: readonly MappedLogRecord[]): Promise<SendOutcome> {
-    const otel = this.builder.build(records);
+  send(payload: Uint8Array): Promise<SendOutcome> {
     return new Promise((resolve) => {
-      this.exporter.export(otel, (result) => {
+      this.exporter.export(payload, (result) => {
         if (result.code === ExportResultCode.SUCCESS) return resolve({ kind: 'done' });
         const err = result.error as (Error & { code?: number; data?: string }) | undefined;
         const status = typeof err?.code === 'number' ? err.code : undefined;

@@ -22,7 +22,10 @@ export interface RejectedBatchLetter {
   reason: string;
   status?: number;
   response?: string;
-  records: unknown[];
+  /** Where the batch's lines came from. */
+  objects: Array<{ object: string; firstLine: number; lastLine: number }>;
+  /** The source lines of the batch (a replay re-reads them). */
+  lines: string[];
 }
 
 export type DeadLetter = BadLineLetter | RejectedBatchLetter;

@@ -1,28 +1,36 @@
 /**
  * Runs one source of one tenant through the whole path:
- *   source → decode (gunzip, lines) → parse + map → batch → every destination → checkpoint.
  *
- * Memory is bounded by `batchSize`/`maxBatchBytes` × `maxInFlightBatches` whatever the object
- * size or destination speed: when that many batches are unacknowledged, reading waits. The
- * checkpoint only moves past records every destination accepted (ordered-acks.ts), so a crash
- * re-sends at most the batches that were in flight.
+ *   source → bytes (gunzip by magic bytes) → line-aligned chunks            (main thread)
+ *          → lines → JSON.parse → mapping → encoded request bodies          (encode workers)
+ *          → every destination (retries, backoff)                           (main thread)
+ *          → checkpoint: each object's progress moves past acknowledged lines only, in order
+ *
+ * Memory is bounded by `maxInFlightBatches` × (`maxBatchBytes` + its encodings), whatever the
+ * object size or destination speed: when that many batches are unacknowledged, reading waits.
+ * A crash re-sends at most the batches that were in flight (their records keep their
+ * `log.record.uid`, so destinations can drop the duplicates).
  */
 import type { Source, SourceObject } from '../sources/source.js';
 import { uidPrefixFor } from '../sources/source.js';
 import type { Destination } from '../export/destination.js';
+import { encodingKey, type EncodingSpec } from '../export/encodings.js';
 import { deliver, sleep, type RetryPolicy } from '../export/delivery.js';
-import type { RecordMapper } from '../mapping/record-mapper.js';
-import type { MappedLogRecord } from '../mapping/log-record.js';
-import { objectLines } from '../decoding/object-lines.js';
-import { parseObjectKey } from '../decoding/object-key.js';
-import type { CheckpointStore, SourceCheckpoint } from './checkpoint-store.js';
+import { decompressed } from '../decoding/object-lines.js';
+import { objectChunks, lastLineOf, type ObjectChunk } from '../decoding/object-chunks.js';
+import { parseObjectKey, type ObjectKeyInfo } from '../decoding/object-key.js';
+import type { CheckpointStore, ObjectProgress, SourceCheckpoint } from './checkpoint-store.js';
 import type { DeadLetterStore } from './dead-letter-store.js';
-import { OrderedAcks, type Marks } from './ordered-acks.js';
 import type { PipelineStats } from './pipeline-stats.js';
+import type { EncodeWorkerPool } from './worker-pool.js';
+import type { ChunkResult, ChunkSegment } from './chunk-processor.js';
 import type { Logger } from '../daemon/logger.js';
+import type { DaemonMetrics } from '../daemon/metrics.js';
 
 export interface PipelineSettings {
+  /** Most lines in one batch (one export request per destination, before size splits). */
   batchSize: number;
+  /** Most raw bytes in one batch. */
   maxBatchBytes: number;
   maxInFlightBatches: number;
   maxLineBytes: number;
@@ -35,7 +43,7 @@ export interface PipelineSettings {
 
 export const DEFAULT_PIPELINE_SETTINGS: PipelineSettings = {
   batchSize: 1000,
-  maxBatchBytes: 4 * 1024 * 1024,
+  maxBatchBytes: 2 * 1024 * 1024,
   maxInFlightBatches: 4,
   maxLineBytes: 16 * 1024 * 1024,
   objectReadAttempts: 3,
@@ -45,18 +53,24 @@ export const DEFAULT_PIPELINE_SETTINGS: PipelineSettings = {
 
 export interface TenantContext {
   tenantId: string;
-  mapper: RecordMapper;
+  pool: EncodeWorkerPool;
   destinations: Destination[];
   deadLetters: DeadLetterStore;
   checkpoints: CheckpointSaver;
   stats: PipelineStats;
   log: Logger;
   settings: PipelineSettings;
+  metrics?: DaemonMetrics;
+  /** Unknown event types / attributes already logged for this tenant. */
+  driftSeen: Set<string>;
 }
 
 /** A destination gave up (retry budget spent): the pipeline stops without moving the checkpoint further. */
 export class DestinationUnavailableError extends Error {
-  constructor(readonly destination: string, reason: string) {
+  constructor(
+    readonly destination: string,
+    reason: string,
+  ) {
     super(`destination ${destination} unavailable: ${reason}`);
     this.name = 'DestinationUnavailableError';
   }
@@ -143,16 +157,86 @@ class Slots {
   }
 }
 
+interface ProgressEntry {
+  lastLine: number;
+  settled: boolean;
+}
+
+/**
+ * One object's progress: pieces (chunks, dead-lettered lines) are registered in reading order
+ * and settle in any order; the checkpoint moves to the end of the longest settled prefix, and
+ * the object is done once it was read to the end and every piece settled.
+ */
+class ObjectTracker {
+  private readonly queue: ProgressEntry[] = [];
+  private committed: number;
+  private finalLine: number | null = null;
+
+  constructor(
+    readonly obj: SourceObject,
+    private readonly commit: (key: string, progress: ObjectProgress) => void,
+  ) {
+    this.committed = obj.resumeAfterLine;
+  }
+
+  add(lastLine: number): ProgressEntry {
+    const e = { lastLine, settled: false };
+    this.queue.push(e);
+    return e;
+  }
+
+  settle(e: ProgressEntry): void {
+    e.settled = true;
+    this.advance();
+  }
+
+  /** Reading reached the end of the object (after line `lastLine`). */
+  finish(lastLine: number): void {
+    this.finalLine = lastLine;
+    this.advance();
+  }
+
+  private advance(): void {
+    let moved = false;
+    while (this.queue.length > 0 && this.queue[0]!.settled) {
+      this.committed = this.queue.shift()!.lastLine;
+      moved = true;
+    }
+    const version = this.obj.version ? { version: this.obj.version } : {};
+    if (this.finalLine !== null && this.queue.length === 0) {
+      this.commit(this.obj.key, { line: Math.max(this.committed, this.finalLine), done: true, ...(this.obj.size !== undefined ? { size: this.obj.size } : {}), ...version });
+      this.finalLine = null;
+    } else if (moved) {
+      this.commit(this.obj.key, { line: this.committed, ...version });
+    }
+  }
+}
+
+interface BatchRef {
+  tracker: ObjectTracker;
+  entry: ProgressEntry;
+  key: string;
+}
+
+interface Batch {
+  segments: ChunkSegment[];
+  refs: BatchRef[];
+  lines: number;
+  bytes: number;
+}
+
+const emptyBatch = (): Batch => ({ segments: [], refs: [], lines: 0, bytes: 0 });
+
 export class SourceRunner {
-  private current: MappedLogRecord[] = [];
-  private currentBytes = 0;
-  private marks: Marks = new Map();
-  private readonly acks: OrderedAcks;
+  private batch: Batch = emptyBatch();
   private readonly slots: Slots;
   private readonly inFlight = new Set<Promise<void>>();
   private failure: DestinationUnavailableError | null = null;
   private readonly checkpoint: SourceCheckpoint;
   private readonly log: Logger;
+  private readonly encodings: EncodingSpec[] = [];
+  /** Per destination: index into `encodings`. */
+  private readonly encodingOf: number[];
 
   constructor(
     readonly source: Source,
@@ -163,21 +247,42 @@ export class SourceRunner {
     this.checkpoint = ctx.checkpoints.source(source.id);
     this.slots = new Slots(ctx.settings.maxInFlightBatches);
     this.log = ctx.log.child({ source: source.id });
-    this.acks = new OrderedAcks((marks) => {
-      for (const [key, progress] of marks) this.checkpoint.objects[key] = progress;
-      ctx.checkpoints.changed();
+    const keys: string[] = [];
+    this.encodingOf = ctx.destinations.map((d) => {
+      const k = encodingKey(d.encoding);
+      let i = keys.indexOf(k);
+      if (i === -1) {
+        i = keys.push(k) - 1;
+        this.encodings.push(d.encoding);
+      }
+      return i;
     });
   }
+
+  private readonly commit = (key: string, progress: ObjectProgress): void => {
+    this.checkpoint.objects[key] = progress;
+    this.ctx.checkpoints.changed();
+  };
 
   /** Read everything pending now, deliver it, and wait until it is acknowledged. */
   async drain(readSignal: AbortSignal): Promise<void> {
     const objects = await this.source.pending(this.checkpoint, readSignal);
     this.ctx.checkpoints.changed(); // listing may have pruned the state
-    for (const obj of objects) {
+    const ahead = Math.max(1, this.source.readConcurrency ?? 1);
+    const opened = new Map<number, AsyncIterator<Buffer | Uint8Array>>();
+    const openAt = (i: number): void => {
+      if (i >= objects.length || opened.has(i)) return;
+      opened.set(i, prefetch(objects[i]!.open(readSignal)));
+    };
+    for (let i = 0; i < objects.length; i++) {
       if (readSignal.aborted || this.failure) break;
-      await this.readObject(obj, readSignal);
+      for (let j = i; j < i + ahead; j++) openAt(j);
+      const stream = opened.get(i)!;
+      opened.delete(i);
+      await this.readObject(objects[i]!, stream, readSignal);
     }
-    await this.flush();
+    for (const it of opened.values()) void it.return?.();
+    await this.dispatch();
     await this.settle();
     if (this.failure) throw this.failure;
     if (!this.ctx.checkpoints.saveNow()) throw this.ctx.checkpoints.lastError!;
@@ -199,55 +304,37 @@ export class SourceRunner {
       }
       await sleep(this.source.pollIntervalMs, readSignal);
     }
-    await this.flush();
+    await this.dispatch();
     await this.settle();
     this.ctx.checkpoints.saveNow();
   }
 
-  private async readObject(obj: SourceObject, signal: AbortSignal): Promise<void> {
-    const { settings, mapper, stats } = this.ctx;
-    const mctx = { keyInfo: parseObjectKey(obj.key), uidPrefix: uidPrefixFor(obj.identity) };
+  private async readObject(obj: SourceObject, first: AsyncIterator<Buffer | Uint8Array>, signal: AbortSignal): Promise<void> {
+    const { settings, stats, metrics, tenantId } = this.ctx;
+    const started = Date.now();
+    const tracker = new ObjectTracker(obj, this.commit);
+    const keyInfo = parseObjectKey(obj.key);
+    const uidPrefix = uidPrefixFor(obj.identity);
     let lastLine = obj.resumeAfterLine;
-    const progress = (line: number) => this.marks.set(obj.key, obj.version ? { line, version: obj.version } : { line });
+    let iterator: AsyncIterator<Buffer | Uint8Array> | null = first;
     for (let attempt = 1; ; attempt++) {
       try {
-        for await (const items of objectLines(obj.open(signal), { maxLineBytes: settings.maxLineBytes, skipLines: lastLine })) {
-          const observed = BigInt(Date.now()) * 1_000_000n;
-          for (const item of items) {
-            lastLine = item.line;
-            stats.linesRead++;
-            if (item.kind === 'oversize') {
-              this.deadLetterLine(obj, item.line, `line of ${item.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, item.head);
-              progress(item.line);
-              continue;
-            }
-            stats.bytesRead += item.text.length + 1;
-            let value: unknown;
-            try {
-              value = JSON.parse(item.text);
-            } catch (err) {
-              this.deadLetterLine(obj, item.line, `invalid JSON: ${(err as Error).message}`, item.text);
-              progress(item.line);
-              continue;
-            }
-            const result = mapper.map(value, item.line, mctx, observed);
-            if (!result.ok && result.dropped) {
-              stats.droppedByOverride++;
-              progress(item.line);
-              continue;
-            }
-            if (!result.ok) {
-              this.deadLetterLine(obj, item.line, result.reason, item.text);
-              progress(item.line);
-              continue;
-            }
-            stats.recordsMapped++;
-            this.current.push(result.record);
-            this.currentBytes += item.text.length;
-            progress(item.line);
-            if (this.current.length >= settings.batchSize || this.currentBytes >= settings.maxBatchBytes) await this.flush();
+        const source = iterator ? fromIterator(iterator) : obj.open(signal);
+        iterator = null;
+        const chunks = objectChunks(decompressed(source), { maxLines: settings.batchSize, maxBytes: settings.maxBatchBytes, maxLineBytes: settings.maxLineBytes, skipLines: lastLine });
+        for await (const item of chunks) {
+          if (item.kind === 'oversize') {
+            const o = item.oversize;
+            this.deadLetterLine(obj.key, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head);
+            tracker.settle(tracker.add(o.line));
+            lastLine = o.line;
+          } else {
+            lastLine = lastLineOf(item.chunk);
+            stats.bytesRead += item.chunk.bytes.length;
+            metrics?.bytesRead.inc({ tenant: tenantId, source: this.source.id }, item.chunk.bytes.length);
+            await this.addToBatch(tracker, keyInfo, uidPrefix, item.chunk);
           }
-          if (signal.aborted) return; // stop mid-object: progress so far is in the marks
+          if (signal.aborted) return; // stop mid-object: what was read is in batches
         }
         break;
       } catch (err) {
@@ -259,39 +346,49 @@ export class SourceRunner {
           continue;
         }
         this.log.error({ object: obj.key, line: lastLine + 1, err: message }, 'object unreadable; the rest of it is dead-lettered');
-        this.deadLetterLine(obj, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '');
+        this.deadLetterLine(obj.key, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '');
         break;
       }
     }
+    tracker.finish(lastLine);
     stats.objectsRead++;
-    this.marks.set(obj.key, { line: lastLine, done: true, ...(obj.size !== undefined ? { size: obj.size } : {}), ...(obj.version ? { version: obj.version } : {}) });
+    metrics?.objectsRead.inc({ tenant: tenantId, source: this.source.id });
+    metrics?.objectDuration.observe({ tenant: tenantId, source: this.source.id }, (Date.now() - started) / 1000);
   }
 
-  private deadLetterLine(obj: SourceObject, line: number, reason: string, raw: string): void {
-    this.ctx.stats.deadLetteredLines++;
-    this.ctx.deadLetters.write({ kind: 'line', source: this.source.id, object: obj.key, line, reason, raw });
-    if (this.ctx.stats.deadLetteredLines <= 100 || this.ctx.stats.deadLetteredLines % 1000 === 0) {
-      this.log.warn({ object: obj.key, line, reason, deadLettered: this.ctx.stats.deadLetteredLines }, 'line dead-lettered');
+  private async addToBatch(tracker: ObjectTracker, keyInfo: ObjectKeyInfo, uidPrefix: string, chunk: ObjectChunk): Promise<void> {
+    const b = this.batch;
+    b.segments.push({ keyInfo, uidPrefix, firstLine: chunk.firstLine, bytes: chunk.bytes });
+    b.refs.push({ tracker, entry: tracker.add(lastLineOf(chunk)), key: tracker.obj.key });
+    b.lines += chunk.lineCount;
+    b.bytes += chunk.bytes.length;
+    if (b.lines >= this.ctx.settings.batchSize || b.bytes >= this.ctx.settings.maxBatchBytes) await this.dispatch();
+  }
+
+  private deadLetterLine(object: string, line: number, reason: string, raw: string): void {
+    const { stats, metrics, tenantId, deadLetters } = this.ctx;
+    stats.deadLetteredLines++;
+    metrics?.eventsDeadLettered.inc({ tenant: tenantId, source: this.source.id, reason: reason.split(/[:(]/)[0]!.trim().slice(0, 40) });
+    deadLetters.write({ kind: 'line', source: this.source.id, object, line, reason, raw });
+    if (stats.deadLetteredLines <= 100 || stats.deadLetteredLines % 1000 === 0) {
+      this.log.warn({ object, line, reason, deadLettered: stats.deadLetteredLines }, 'line dead-lettered');
     }
   }
 
-  /** Send the current batch (waiting for a free in-flight slot: backpressure). */
-  private async flush(): Promise<void> {
-    const records = this.current;
-    const marks = this.marks;
-    this.current = [];
-    this.currentBytes = 0;
-    this.marks = new Map();
-    if (records.length === 0) {
-      if (marks.size > 0) this.acks.enqueue(marks)();
-      return;
-    }
+  /** Hand the current batch to the workers and destinations (waits for a free in-flight slot: backpressure). */
+  private async dispatch(): Promise<void> {
+    const b = this.batch;
+    if (b.segments.length === 0) return;
+    this.batch = emptyBatch();
     await this.waitForCheckpointWritable();
     await this.slots.acquire();
-    const ack = this.acks.enqueue(marks);
-    const p = this.deliverAll(records)
+    const p = this.processAndDeliver(b)
       .then((ok) => {
-        if (ok) ack();
+        if (ok) for (const r of b.refs) r.tracker.settle(r.entry);
+      })
+      .catch((err: unknown) => {
+        this.log.error({ err: (err as Error).message }, 'batch failed unexpectedly; its records will be read again');
+        this.failure ??= new DestinationUnavailableError('pipeline', (err as Error).message);
       })
       .finally(() => {
         this.slots.release();
@@ -314,50 +411,120 @@ export class SourceRunner {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
   }
 
-  private async deliverAll(records: MappedLogRecord[]): Promise<boolean> {
-    const { destinations, settings, stats, deadLetters } = this.ctx;
-    const results = await Promise.all(
-      destinations.map((d) =>
-        deliver(d, records, settings.retry, this.deliverySignal, {
-          onRetry: (reason, delayMs, attempt) => {
-            stats.retries++;
-            this.log.warn({ destination: d.name, reason, delayMs, attempt, records: records.length }, 'export failed; retrying');
-          },
-        }),
-      ),
-    );
-    let ok = true;
-    results.forEach((r, i) => {
-      const d = destinations[i]!;
-      if (r.kind === 'rejected') {
-        stats.deadLetteredBatches++;
-        this.log.error({ destination: d.name, status: r.outcome.status, reason: r.outcome.reason, records: records.length }, 'batch rejected by destination; dead-lettered');
-        deadLetters.write({
-          kind: 'batch',
-          destination: d.name,
-          reason: r.outcome.reason,
-          ...(r.outcome.status !== undefined ? { status: r.outcome.status } : {}),
-          ...(r.outcome.response !== undefined ? { response: r.outcome.response } : {}),
-          records,
-        });
-      } else if (r.kind === 'gave-up') {
-        ok = false;
-        this.failure ??= new DestinationUnavailableError(d.name, r.lastReason);
-        this.log.error({ destination: d.name, reason: r.lastReason, attempts: r.attempts }, 'destination unreachable; giving up, checkpoint not advanced');
-      } else if (r.kind === 'aborted') {
-        ok = false;
-      }
+  private async processAndDeliver(b: Batch): Promise<boolean> {
+    const { destinations, settings, stats, metrics, tenantId } = this.ctx;
+    const result = await this.ctx.pool.run({
+      tenant: tenantId,
+      segments: b.segments,
+      encodings: this.encodings,
+      observedTimeUnixNano: (BigInt(Date.now()) * 1_000_000n).toString(),
     });
-    if (ok) {
-      stats.batchesExported++;
-      stats.recordsExported += records.length;
-      for (const r of records) if (r.timeUnixNano > stats.newestExportedTimeUnixNano) stats.newestExportedTimeUnixNano = r.timeUnixNano;
+    this.record(b, result);
+    if (result.records === 0) return true;
+
+    const outcomes = await Promise.all(
+      destinations.map(async (d, di) => {
+        const started = Date.now();
+        for (const payload of result.payloads[this.encodingOf[di]!]!) {
+          const r = await deliver(d, payload, result.records, settings.retry, this.deliverySignal, {
+            onRetry: (reason, delayMs, attempt) => {
+              stats.retries++;
+              metrics?.exportRetries.inc({ tenant: tenantId, destination: d.name });
+              this.log.warn({ destination: d.name, reason, delayMs, attempt, records: result.records }, 'export failed; retrying');
+            },
+          });
+          if (r.kind === 'rejected') {
+            stats.deadLetteredBatches++;
+            metrics?.batchesDeadLettered.inc({ tenant: tenantId, destination: d.name });
+            this.log.error({ destination: d.name, status: r.outcome.status, reason: r.outcome.reason, records: result.records }, 'batch rejected by destination; dead-lettered');
+            this.ctx.deadLetters.write({
+              kind: 'batch',
+              destination: d.name,
+              reason: r.outcome.reason,
+              ...(r.outcome.status !== undefined ? { status: r.outcome.status } : {}),
+              ...(r.outcome.response !== undefined ? { response: r.outcome.response } : {}),
+              objects: b.refs.map((ref, i) => ({ object: ref.key, firstLine: b.segments[i]!.firstLine, lastLine: ref.entry.lastLine })),
+              lines: b.segments.map((s) => Buffer.from(s.bytes).toString('utf8')).join('').split('\n').filter((l) => l.trim() !== ''),
+            });
+          } else if (r.kind === 'gave-up') {
+            this.failure ??= new DestinationUnavailableError(d.name, r.lastReason);
+            this.log.error({ destination: d.name, reason: r.lastReason, attempts: r.attempts }, 'destination unreachable; giving up, checkpoint not advanced');
+            return false;
+          } else if (r.kind === 'aborted') {
+            return false;
+          }
+        }
+        metrics?.exportLatency.observe({ tenant: tenantId, destination: d.name }, (Date.now() - started) / 1000);
+        metrics?.eventsExported.inc({ tenant: tenantId, destination: d.name }, result.records);
+        return true;
+      }),
+    );
+    if (!outcomes.every(Boolean)) return false;
+    stats.batchesExported++;
+    stats.recordsExported += result.records;
+    const newest = BigInt(result.newestTimeUnixNano);
+    if (newest > stats.newestExportedTimeUnixNano) stats.newestExportedTimeUnixNano = newest;
+    return true;
+  }
+
+  /** What the workers found: dead letters, drops, counts and schema drift. */
+  private record(b: Batch, result: ChunkResult): void {
+    const { stats, metrics, tenantId, driftSeen } = this.ctx;
+    stats.linesRead += result.linesRead;
+    stats.recordsMapped += result.records;
+    metrics?.eventsRead.inc({ tenant: tenantId, source: this.source.id }, result.linesRead);
+    for (const dl of result.deadLetters) this.deadLetterLine(b.refs[dl.segment]!.key, dl.line, dl.reason, dl.raw);
+    for (const [type, n] of Object.entries(result.droppedByType)) {
+      stats.droppedByOverride += n;
+      metrics?.eventsDroppedByOverride.inc({ tenant: tenantId, event_type: type }, n);
     }
-    return ok;
+    if (metrics) for (const [type, n] of Object.entries(result.byType)) metrics.eventsByType.inc({ tenant: tenantId, event_type: type }, n);
+    for (const [type, n] of Object.entries(result.unknownEventTypes)) {
+      metrics?.unknownEventTypes.inc({ tenant: tenantId, event_type: type }, n);
+      if (!driftSeen.has(`t:${type}`) && driftSeen.size < 10_000) {
+        driftSeen.add(`t:${type}`);
+        this.log.warn({ eventType: type }, 'unknown event type seen: exported with the default mapping');
+      }
+    }
+    for (const [name, n] of Object.entries(result.unknownAttributes)) {
+      const dot = name.indexOf('.');
+      metrics?.unknownAttributes.inc({ tenant: tenantId, event_type: name.slice(0, dot), attribute: name.slice(dot + 1) }, n);
+      if (!driftSeen.has(`a:${name}`) && driftSeen.size < 10_000) {
+        driftSeen.add(`a:${name}`);
+        this.log.warn({ attribute: name }, 'undocumented attribute seen: exported with the default mapping');
+      }
+    }
   }
 }
 
+/** Starts reading an object (so its first bytes are on the way) without consuming them. */
+function prefetch(source: AsyncIterable<Buffer | Uint8Array>): AsyncIterator<Buffer | Uint8Array> {
+  const it = source[Symbol.asyncIterator]();
+  const first = it.next();
+  first.catch(() => undefined); // surfaced when iterated
+  let used = false;
+  return {
+    next: () => {
+      if (!used) {
+        used = true;
+        return first;
+      }
+      return it.next();
+    },
+    return: async () => {
+      await it.return?.();
+      return { done: true, value: undefined };
+    },
+  };
+}
+
+function fromIterator<T>(it: AsyncIterator<T>): AsyncIterable<T> {
+  return { [Symbol.asyncIterator]: () => it };
+}
+
 function isPermanentReadError(err: unknown): boolean {
-  const code = (err as NodeJS.ErrnoException).code;
-  return code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR' || code === 'ENOENT' || code === 'EISDIR';
+  const e = err as NodeJS.ErrnoException & { permanent?: boolean };
+  if (e.permanent === true) return true;
+  const code = e.code;
+  return code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR' || code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES';
 }

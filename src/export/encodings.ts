@@ -1,0 +1,39 @@
+/**
+ * Encodings: mapped records → request bodies in a destination's wire format. They run in the
+ * encode workers (pipeline/chunk-processor.ts), so every destination declares its encoding as a
+ * plain, serialisable spec, and destinations that share a spec share the encoded bytes.
+ * An encoder may split one batch into several request bodies (size limits of the destination).
+ */
+import { JsonLogsSerializer } from '@opentelemetry/otlp-transformer';
+import type { InstrumentationScopeInfo, MappedLogRecord } from '../mapping/log-record.js';
+import { encodeLogsRequest, ProtoWriter } from './otlp-protobuf-encoder.js';
+import { OtelLogRecordBuilder } from './otel-log-records.js';
+
+export type EncodingSpec = { kind: 'otlp-protobuf' } | { kind: 'otlp-json' };
+
+export interface Encoder {
+  encode(records: readonly MappedLogRecord[]): Uint8Array[];
+}
+
+export function encodingKey(spec: EncodingSpec): string {
+  return JSON.stringify(spec);
+}
+
+export function createEncoder(spec: EncodingSpec, scope: InstrumentationScopeInfo): Encoder {
+  switch (spec.kind) {
+    case 'otlp-protobuf': {
+      const writer = new ProtoWriter();
+      return { encode: (records) => [encodeLogsRequest(records, scope, writer)] };
+    }
+    case 'otlp-json': {
+      const builder = new OtelLogRecordBuilder(scope);
+      return {
+        encode: (records) => {
+          const bytes = JsonLogsSerializer.serializeRequest(builder.build(records));
+          if (!bytes) throw new Error('OTLP JSON serialization failed');
+          return [bytes];
+        },
+      };
+    }
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * The CPU-heavy middle of the pipeline, run in the encode workers (or in-process with
+ * `workers: 0`): chunk bytes → lines → JSON.parse → mapping → encoded request bodies for each
+ * encoding the tenant's destinations need. Pure with respect to the pipeline's state: it returns
+ * what happened (records, dead letters, drops, drift) and the main thread records it.
+ */
+import { loadCatalog, type Catalog } from '../mapping/catalog.js';
+import { RecordMapper } from '../mapping/record-mapper.js';
+import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
+import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
+import type { ObjectKeyInfo } from '../decoding/object-key.js';
+import { createEncoder, encodingKey, type Encoder, type EncodingSpec } from '../export/encodings.js';
+
+export interface ProcessorTenant {
+  id: string;
+  /** Absolute path of the tenant's overrides file, if any. */
+  overridesFile?: string;
+}
+
+export interface ProcessorInit {
+  /** Mapping files directory (absent: the bundled mappings/). */
+  mappingsDir?: string;
+  scope: InstrumentationScopeInfo;
+  tenants: ProcessorTenant[];
+}
+
+export interface ChunkSegment {
+  keyInfo: ObjectKeyInfo;
+  uidPrefix: string;
+  firstLine: number;
+  bytes: Uint8Array;
+}
+
+export interface ChunkTask {
+  tenant: string;
+  segments: ChunkSegment[];
+  encodings: EncodingSpec[];
+  /** Observed time of the records, ns since the epoch, as a decimal string. */
+  observedTimeUnixNano: string;
+}
+
+export interface ChunkDeadLetter {
+  segment: number;
+  line: number;
+  reason: string;
+  raw: string;
+}
+
+export interface ChunkResult {
+  /** Per encoding (same order as the task's), the request bodies. */
+  payloads: Uint8Array[][];
+  records: number;
+  linesRead: number;
+  deadLetters: ChunkDeadLetter[];
+  droppedByType: Record<string, number>;
+  byType: Record<string, number>;
+  /** New unknown names this chunk added (count in this chunk). */
+  unknownEventTypes: Record<string, number>;
+  unknownAttributes: Record<string, number>;
+  /** Newest eventTime mapped, ns as a decimal string ('0' when none). */
+  newestTimeUnixNano: string;
+}
+
+const MAX_RAW_IN_DEAD_LETTER = 1 << 20;
+
+export class ChunkProcessor {
+  private readonly catalog: Catalog;
+  private readonly mappers = new Map<string, RecordMapper>();
+  private readonly encoders = new Map<string, Encoder>();
+  private readonly decoder = new TextDecoder();
+
+  constructor(private readonly init: ProcessorInit) {
+    this.catalog = loadCatalog(init.mappingsDir);
+    for (const t of init.tenants) {
+      const overrides: TenantOverrides | undefined = t.overridesFile ? loadOverrides(t.overridesFile) : undefined;
+      this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, ...(overrides ? { overrides } : {}) }));
+    }
+  }
+
+  private encoder(spec: EncodingSpec): Encoder {
+    const key = encodingKey(spec);
+    let e = this.encoders.get(key);
+    if (!e) {
+      e = createEncoder(spec, this.init.scope);
+      this.encoders.set(key, e);
+    }
+    return e;
+  }
+
+  process(task: ChunkTask): ChunkResult {
+    const mapper = this.mappers.get(task.tenant);
+    if (!mapper) throw new Error(`encode worker: unknown tenant ${task.tenant}`);
+    const observed = BigInt(task.observedTimeUnixNano);
+    const records: MappedLogRecord[] = [];
+    const deadLetters: ChunkDeadLetter[] = [];
+    const droppedByType: Record<string, number> = {};
+    const byType: Record<string, number> = {};
+    const driftTypesBefore = new Map(mapper.drift.unknownEventTypes);
+    const driftAttrsBefore = new Map(mapper.drift.unknownAttributes);
+    let newest = 0n;
+    let linesRead = 0;
+
+    task.segments.forEach((seg, segIndex) => {
+      const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
+      const text = this.decoder.decode(seg.bytes);
+      let line = seg.firstLine;
+      let start = 0;
+      while (start < text.length) {
+        let nl = text.indexOf('\n', start);
+        if (nl === -1) nl = text.length;
+        let end = nl;
+        if (end > start && text.charCodeAt(end - 1) === 13) end--;
+        const lineText = start === 0 && end === text.length ? text : text.slice(start, end);
+        start = nl + 1;
+        const thisLine = line++;
+        if (isBlank(lineText)) continue;
+        linesRead++;
+        let value: unknown;
+        try {
+          value = JSON.parse(lineText);
+        } catch (err) {
+          deadLetters.push({ segment: segIndex, line: thisLine, reason: `invalid JSON: ${(err as Error).message}`, raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+          continue;
+        }
+        const result = mapper.map(value, thisLine, ctx, observed);
+        if (result.ok) {
+          records.push(result.record);
+          const t = result.record.eventType;
+          byType[t] = (byType[t] ?? 0) + 1;
+          if (result.record.timeUnixNano > newest) newest = result.record.timeUnixNano;
+        } else if (result.dropped) {
+          const t = typeof (value as { eventType?: unknown }).eventType === 'string' && !seg.keyInfo.eventType ? (value as { eventType: string }).eventType : seg.keyInfo.eventType ?? 'unknown';
+          droppedByType[t] = (droppedByType[t] ?? 0) + 1;
+        } else {
+          deadLetters.push({ segment: segIndex, line: thisLine, reason: result.reason, raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+        }
+      }
+    });
+
+    const payloads = records.length === 0 ? task.encodings.map(() => []) : task.encodings.map((spec) => this.encoder(spec).encode(records));
+    return {
+      payloads,
+      records: records.length,
+      linesRead,
+      deadLetters,
+      droppedByType,
+      byType,
+      unknownEventTypes: delta(driftTypesBefore, mapper.drift.unknownEventTypes),
+      unknownAttributes: delta(driftAttrsBefore, mapper.drift.unknownAttributes),
+      newestTimeUnixNano: newest.toString(),
+    };
+  }
+}
+
+function delta(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of after) {
+    const d = v - (before.get(k) ?? 0);
+    if (d > 0) out[k] = d;
+  }
+  return out;
+}
+
+function isBlank(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
+  }
+  return true;
+}

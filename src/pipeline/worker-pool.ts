@@ -1,0 +1,112 @@
+/**
+ * A fixed pool of encode workers (worker_threads): the main thread reads and routes bytes,
+ * the workers parse, map and encode, so a 2-core machine uses both cores. With `size: 0` the
+ * same ChunkProcessor runs in-process (small deployments, debugging).
+ */
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit } from './chunk-processor.js';
+
+interface Pending {
+  task: ChunkTask;
+  resolve(r: ChunkResult): void;
+  reject(e: Error): void;
+}
+
+interface Slot {
+  worker: Worker;
+  busy: Map<number, Pending>;
+}
+
+/** Tasks queued per worker before new ones wait in the pool's own queue. */
+const PER_WORKER = 2;
+
+export class EncodeWorkerPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Pending[] = [];
+  private readonly inline: ChunkProcessor | null;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(
+    readonly size: number,
+    private readonly init: ProcessorInit,
+  ) {
+    this.inline = size === 0 ? new ChunkProcessor(init) : null;
+    for (let i = 0; i < size; i++) this.slots.push(this.spawn());
+  }
+
+  private spawn(): Slot {
+    const file = fileURLToPath(new URL('./encode-worker.js', import.meta.url));
+    const worker = new Worker(file, { workerData: this.init });
+    const slot: Slot = { worker, busy: new Map() };
+    worker.on('message', (msg: { id: number; result?: ChunkResult; error?: string }) => {
+      const p = slot.busy.get(msg.id);
+      if (!p) return;
+      slot.busy.delete(msg.id);
+      if (msg.error) p.reject(new Error(msg.error));
+      else p.resolve(msg.result!);
+      this.pump();
+    });
+    worker.on('error', (err) => this.fail(slot, err));
+    worker.on('exit', (code) => {
+      if (!this.closed) this.fail(slot, new Error(`encode worker exited with code ${code}`));
+    });
+    return slot;
+  }
+
+  /** A worker died: its tasks go back to the queue once (then fail), and a new worker replaces it. */
+  private fail(slot: Slot, err: Error): void {
+    const i = this.slots.indexOf(slot);
+    if (i === -1) return;
+    const orphans = [...slot.busy.values()];
+    slot.busy.clear();
+    void slot.worker.terminate();
+    if (this.closed) {
+      for (const p of orphans) p.reject(err);
+      return;
+    }
+    this.slots[i] = this.spawn();
+    for (const p of orphans) {
+      if ((p as Pending & { retried?: boolean }).retried) p.reject(err);
+      else {
+        (p as Pending & { retried?: boolean }).retried = true;
+        this.queue.unshift(p);
+      }
+    }
+    this.pump();
+  }
+
+  run(task: ChunkTask): Promise<ChunkResult> {
+    if (this.inline) {
+      try {
+        return Promise.resolve(this.inline.process(task));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    if (this.closed) return Promise.reject(new Error('encode worker pool is closed'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ task, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      let best: Slot | undefined;
+      for (const s of this.slots) if (s.busy.size < PER_WORKER && (!best || s.busy.size < best.busy.size)) best = s;
+      if (!best) return;
+      const p = this.queue.shift()!;
+      const id = this.nextId++;
+      best.busy.set(id, p);
+      best.worker.postMessage({ id, task: p.task });
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const p of this.queue.splice(0)) p.reject(new Error('encode worker pool closed'));
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+  }
+}
