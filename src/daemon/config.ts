@@ -38,7 +38,7 @@ export const pipelineConfigSchema = z
   .object({
     batchSize: z.number().int().min(1).max(100_000).default(1000),
     maxBatchBytes: z.number().int().min(1024).default(2 * 1024 * 1024),
-    maxInFlightBatches: z.number().int().min(1).max(64).default(4),
+    maxInFlightBatches: z.number().int().min(1).max(64).default(8),
     maxLineBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
     /** How long one batch is retried before the destination counts as unreachable (default: forever in the daemon, 5m with --once). */
     retryFor: durationSchema.optional(),

@@ -51,7 +51,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
   const scope = connectorScope();
   const workers = config.pipeline.workers ?? Math.max(1, Math.min(4, availableParallelism()));
   const pool = new EncodeWorkerPool(workers, {
-    ...(mappingsDir ? { mappingsDir } : {}),
+    catalog,
     scope,
     tenants: config.tenants.map((t) => {
       const file = overridesPath(t, baseDir);

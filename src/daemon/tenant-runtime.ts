@@ -92,7 +92,7 @@ export class TenantRuntime {
   }
 
   async close(): Promise<void> {
-    this.checkpoints.saveNow();
+    await this.checkpoints.flush();
     this.deadLetters.close();
     await Promise.all(this.destinations.map((d) => d.shutdown().catch(() => undefined)));
     for (const r of this.runners) await r.source.close?.();

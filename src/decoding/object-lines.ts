@@ -58,7 +58,7 @@ export async function* decompressed(source: AsyncIterable<Buffer | Uint8Array>):
     yield head;
     yield* rest;
   }
-  const gunzip = pipeline(Readable.from(all(), { objectMode: false }), createGunzip(), () => {
+  const gunzip = pipeline(Readable.from(all(), { objectMode: false }), createGunzip({ chunkSize: 256 * 1024 }), () => {
     /* errors surface through the iteration below */
   });
   for await (const chunk of gunzip) yield chunk as Buffer;

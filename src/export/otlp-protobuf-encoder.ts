@@ -50,31 +50,32 @@ const T_LIST_VALUES = tag(1, WIRE_LEN);
 export class ProtoWriter {
   buf: Buffer;
   pos = 0;
+  /** Encoded `KeyValue.key` fields (tag, length, bytes) of attribute names seen before. */
+  private readonly keys = new Map<string, Uint8Array>();
 
   constructor(initialSize = 1 << 16) {
-    this.buf = Buffer.allocUnsafe(initialSize);
+    this.buf = Buffer.allocUnsafeSlow(initialSize);
   }
 
   reset(): void {
     this.pos = 0;
   }
 
-  private ensure(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
+  private grow(n: number): void {
     let size = this.buf.length * 2;
     while (size < this.pos + n) size *= 2;
-    const next = Buffer.allocUnsafe(size);
-    this.buf.copy(next, 0, 0, this.pos);
+    const next = Buffer.allocUnsafeSlow(size);
+    next.set(this.buf.subarray(0, this.pos));
     this.buf = next;
   }
 
   byte(b: number): void {
-    this.ensure(1);
+    if (this.pos + 1 > this.buf.length) this.grow(1);
     this.buf[this.pos++] = b;
   }
 
   varint(v: number): void {
-    this.ensure(10);
+    if (this.pos + 10 > this.buf.length) this.grow(10);
     const buf = this.buf;
     while (v > 127) {
       buf[this.pos++] = (v & 127) | 128;
@@ -87,7 +88,7 @@ export class ProtoWriter {
   int64(v: number): void {
     if (v >= 0) return this.varint(v);
     let big = BigInt.asUintN(64, BigInt(v));
-    this.ensure(10);
+    if (this.pos + 10 > this.buf.length) this.grow(10);
     while (big > 127n) {
       this.buf[this.pos++] = Number(big & 127n) | 128;
       big >>= 7n;
@@ -96,37 +97,85 @@ export class ProtoWriter {
   }
 
   fixed64(v: bigint): void {
-    this.ensure(8);
+    if (this.pos + 8 > this.buf.length) this.grow(8);
     this.buf.writeBigUInt64LE(v, this.pos);
     this.pos += 8;
   }
 
   double(v: number): void {
-    this.ensure(8);
+    if (this.pos + 8 > this.buf.length) this.grow(8);
     this.buf.writeDoubleLE(v, this.pos);
     this.pos += 8;
   }
 
-  /** Length-delimited UTF-8 string (tag written by the caller). */
+  /**
+   * Length-delimited UTF-8 string (tag written by the caller). Short strings are encoded in JS
+   * (a call into Buffer.write costs more than encoding a short ASCII string by hand); long ones
+   * natively.
+   */
   string(s: string): void {
-    if (s.length < 43) {
+    const len = s.length;
+    if (len < 43) {
       // at most 126 bytes: the length fits one byte
-      this.ensure(1 + s.length * 3);
+      if (this.pos + 1 + len * 3 > this.buf.length) this.grow(1 + len * 3);
+      const buf = this.buf;
       const at = this.pos++;
-      const n = this.buf.write(s, this.pos);
-      this.buf[at] = n;
-      this.pos += n;
+      let p = this.pos;
+      for (let i = 0; i < len; i++) {
+        let c = s.charCodeAt(i);
+        if (c < 0x80) buf[p++] = c;
+        else if (c < 0x800) {
+          buf[p++] = 0xc0 | (c >> 6);
+          buf[p++] = 0x80 | (c & 63);
+        } else if (c >= 0xd800 && c < 0xdc00 && i + 1 < len && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+          c = 0x10000 + ((c - 0xd800) << 10) + (s.charCodeAt(++i) - 0xdc00);
+          buf[p++] = 0xf0 | (c >> 18);
+          buf[p++] = 0x80 | ((c >> 12) & 63);
+          buf[p++] = 0x80 | ((c >> 6) & 63);
+          buf[p++] = 0x80 | (c & 63);
+        } else {
+          if (c >= 0xd800 && c < 0xe000) c = 0xfffd; // lone surrogate, as Buffer.write does
+          buf[p++] = 0xe0 | (c >> 12);
+          buf[p++] = 0x80 | ((c >> 6) & 63);
+          buf[p++] = 0x80 | (c & 63);
+        }
+      }
+      buf[at] = p - this.pos;
+      this.pos = p;
       return;
     }
     const n = Buffer.byteLength(s);
     this.varint(n);
-    this.ensure(n);
+    if (this.pos + n > this.buf.length) this.grow(n);
     this.pos += this.buf.write(s, this.pos);
+  }
+
+  /** `KeyValue.key` (field 1): cached per name, since attribute names repeat on every record. */
+  key(name: string): void {
+    let enc = this.keys.get(name);
+    if (enc === undefined) {
+      const bytes = Buffer.from(name);
+      const lenBytes: number[] = [];
+      let v = bytes.length;
+      while (v > 127) {
+        lenBytes.push((v & 127) | 128);
+        v = Math.floor(v / 128);
+      }
+      lenBytes.push(v);
+      enc = Uint8Array.from([T_KV_KEY, ...lenBytes, ...bytes]);
+      if (this.keys.size < 10_000) this.keys.set(name, enc);
+    }
+    const n = enc.length;
+    if (this.pos + n > this.buf.length) this.grow(n);
+    const buf = this.buf;
+    let p = this.pos;
+    for (let i = 0; i < n; i++) buf[p++] = enc[i]!;
+    this.pos = p;
   }
 
   /** Starts a nested message: reserves one length byte; returns where its content starts. */
   begin(): number {
-    this.ensure(1);
+    if (this.pos + 1 > this.buf.length) this.grow(1);
     this.pos++;
     return this.pos;
   }
@@ -139,7 +188,7 @@ export class ProtoWriter {
       return;
     }
     const extra = len < 1 << 14 ? 1 : len < 1 << 21 ? 2 : len < 1 << 28 ? 3 : 4;
-    this.ensure(extra);
+    if (this.pos + extra > this.buf.length) this.grow(extra);
     this.buf.copyWithin(start + extra, start, this.pos);
     let p = start - 1;
     let v = len;
@@ -151,9 +200,16 @@ export class ProtoWriter {
     this.pos += extra;
   }
 
-  /** A copy of what was written. */
-  bytes(): Uint8Array {
-    return new Uint8Array(this.buf.subarray(0, this.pos));
+  /**
+   * What was written, without a copy: the writer hands its buffer over (the view covers the
+   * start of an ArrayBuffer nobody else uses, so it can be transferred to another thread) and
+   * continues in a new one.
+   */
+  take(): Uint8Array {
+    const out = this.buf.subarray(0, this.pos);
+    this.buf = Buffer.allocUnsafeSlow(this.buf.length);
+    this.pos = 0;
+    return out;
   }
 }
 
@@ -212,8 +268,7 @@ function anyValue(w: ProtoWriter, v: AttrValue, depth: number): void {
 }
 
 function keyValueBody(w: ProtoWriter, key: string, value: AttrValue, depth: number): void {
-  w.byte(T_KV_KEY);
-  w.string(key);
+  w.key(key);
   w.byte(T_KV_VALUE);
   const s = w.begin();
   anyValue(w, value, depth);
@@ -286,5 +341,5 @@ export function encodeLogsRequest(records: readonly MappedLogRecord[], scope: In
     w.end(sl);
     w.end(rl);
   }
-  return w.bytes();
+  return w.take();
 }

@@ -94,5 +94,9 @@ export function compileTemplate(template: string): (lookup: ValueLookup) => stri
     }
     return out;
   };
-  return (lookup) => render(parts, lookup, false)!.replace(/\s{2,}/g, ' ').trim();
+  return (lookup) => {
+    const out = render(parts, lookup, false)!;
+    // a dropped [section] can leave doubled or edge spaces
+    return out.includes('  ') || out.startsWith(' ') || out.endsWith(' ') ? out.replace(/\s{2,}/g, ' ').trim() : out;
+  };
 }

@@ -111,6 +111,24 @@ interface TypePlan {
   target: EventTypeEntry['target'];
   severity: Severity | undefined;
   keep: boolean;
+  /** Source attribute → where it goes, per family (computed on first sight of each name). */
+  routes: Record<Family, Map<string, Route>>;
+  /** Body placeholder → the output attribute it reads, per family. */
+  bodyFields: Record<Family, Map<string, string>>;
+}
+
+const ROUTE_GENERIC = 0;
+const ROUTE_SEMCONV = 1;
+const ROUTE_REQUEST_URI = 2;
+const ROUTE_URL_FULL = 3;
+const ROUTE_SKIP = 4;
+
+interface Route {
+  kind: number;
+  /** Output name (generic: tableau.<snake> or the catalog's rename; semconv: the target). */
+  name: string;
+  /** Not documented for this event type (counted as schema drift). */
+  unknown: boolean;
 }
 
 /** `a|b` → the first present value of the record. */
@@ -130,6 +148,7 @@ export class RecordMapper {
   private readonly semconv: Record<Family, ReadonlyMap<string, string>>;
   private readonly outcomeSeverity: ReadonlyMap<string, Severity>;
   private readonly plans = new Map<string, TypePlan>();
+  private readonly failureFields: ReadonlyArray<{ field: string; equals: string | boolean; lower: string | undefined; severity: Severity }>;
   private readonly overrides: TenantOverrides;
 
   constructor(
@@ -145,6 +164,7 @@ export class RecordMapper {
     };
     this.outcomeSeverity = new Map(Object.entries(d.severity.outcomes));
     this.overrides = options.overrides ?? TenantOverrides.none();
+    this.failureFields = d.severity.failureFields.map((r) => ({ ...r, lower: typeof r.equals === 'string' ? r.equals.toLowerCase() : undefined }));
   }
 
   private plan(eventType: string): TypePlan {
@@ -170,9 +190,35 @@ export class RecordMapper {
       target: entry?.target,
       severity: this.overrides.severityFor(eventType),
       keep: this.overrides.keeps(eventType),
+      routes: { site: new Map(), tenant: new Map() },
+      bodyFields: { site: new Map(), tenant: new Map() },
     };
     if (this.plans.size < MAX_DRIFT_NAMES) this.plans.set(eventType, plan);
     return plan;
+  }
+
+  private route(plan: TypePlan, family: Family, k: string): Route {
+    const documented = plan.entry?.allAttributes;
+    const unknown = !!documented && !documented.has(k) && k !== 'eventTime';
+    let r: Route;
+    if (k === 'eventTime') r = { kind: ROUTE_SKIP, name: '', unknown };
+    else if (this.semconv[family].has(k)) r = { kind: ROUTE_SEMCONV, name: this.semconv[family].get(k)!, unknown };
+    else if (k === 'requestUri') r = { kind: ROUTE_REQUEST_URI, name: ATTR_URL_PATH, unknown };
+    else if (k === 'initiatingUrl') r = { kind: ROUTE_URL_FULL, name: ATTR_URL_FULL, unknown };
+    else r = { kind: ROUTE_GENERIC, name: plan.renames.get(k) ?? this.prefix + snakeCase(k), unknown };
+    const routes = plan.routes[family];
+    if (routes.size < 2_000) routes.set(k, r);
+    return r;
+  }
+
+  /** The output attribute a body placeholder reads (after the tenant's renames). */
+  private bodyField(plan: TypePlan, family: Family, n: string): string {
+    let out = plan.bodyFields[family].get(n);
+    if (out === undefined) {
+      out = this.overrides.outputName(n === 'user' ? ATTR_USER_ID : n === 'siteLuid' ? this.prefix + 'site_luid' : this.outputNameOf(family, plan, n));
+      plan.bodyFields[family].set(n, out);
+    }
+    return out;
   }
 
   private drifted(map: Map<string, number>, kind: 'eventType' | 'attribute', name: string): void {
@@ -221,56 +267,72 @@ export class RecordMapper {
         attrs[ATTR_ERROR_TYPE] = outcome;
       }
     }
-    for (const rule of this.catalog.defaults.severity.failureFields) {
+    for (const rule of this.failureFields) {
       const v = rec[rule.field];
-      const hit = typeof rule.equals === 'string' ? typeof v === 'string' && v.toLowerCase() === rule.equals.toLowerCase() : v === rule.equals;
+      if (v === undefined || v === null) continue;
+      const hit = rule.lower !== undefined ? typeof v === 'string' && v.toLowerCase() === rule.lower : v === rule.equals;
       if (hit && SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
     }
     if (plan.severity) severity = plan.severity;
 
-    const moves = this.semconv[family];
-    const documented = entry?.allAttributes;
+    const routes = plan.routes[family];
+    const liftedSite = resource.attributes[this.prefix + 'site_luid'];
     for (const k in rec) {
       const v = rec[k];
       if (v === null || v === undefined) continue;
-      if (k === 'eventTime') continue; // it is the record's timestamp
-      if (k === 'siteLuid' && v === resource.attributes[this.prefix + 'site_luid']) continue; // lifted to the resource
-      if (k === 'eventType' && v === eventType) continue; // same as tableau.event_type
-      if (documented && !documented.has(k)) this.drifted(this.drift.unknownAttributes, 'attribute', `${eventType}.${k}`);
-      const target = moves.get(k);
-      if (target !== undefined && !(target in attrs)) {
-        attrs[target] = v as AttrValue;
-        continue;
+      const r = routes.get(k) ?? this.route(plan, family, k);
+      if (r.unknown) this.drifted(this.drift.unknownAttributes, 'attribute', `${eventType}.${k}`);
+      switch (r.kind) {
+        case ROUTE_SKIP:
+          continue; // eventTime: the record's timestamp
+        case ROUTE_SEMCONV:
+          if (!(r.name in attrs)) {
+            attrs[r.name] = v as AttrValue;
+            continue;
+          }
+          break;
+        case ROUTE_REQUEST_URI:
+          if (typeof v === 'string' && !(ATTR_URL_PATH in attrs)) {
+            const q = v.indexOf('?');
+            attrs[ATTR_URL_PATH] = q === -1 ? v : v.slice(0, q);
+            if (q !== -1) attrs[ATTR_URL_QUERY] = v.slice(q + 1);
+            continue;
+          }
+          break;
+        case ROUTE_URL_FULL:
+          if (typeof v === 'string' && !(ATTR_URL_FULL in attrs)) {
+            attrs[ATTR_URL_FULL] = v;
+            continue;
+          }
+          break;
+        default:
+          if (k === 'siteLuid' && v === liftedSite) continue; // lifted to the resource
+          if (k === 'eventType' && v === eventType) continue; // same as tableau.event_type
+          attrs[r.name in attrs ? RAW_ATTRIBUTE_PREFIX + k : r.name] = v as AttrValue;
+          continue;
       }
-      if (k === 'requestUri' && typeof v === 'string' && !(ATTR_URL_PATH in attrs)) {
-        const q = v.indexOf('?');
-        attrs[ATTR_URL_PATH] = q === -1 ? v : v.slice(0, q);
-        if (q !== -1) attrs[ATTR_URL_QUERY] = v.slice(q + 1);
-        continue;
-      }
-      if (k === 'initiatingUrl' && typeof v === 'string' && !(ATTR_URL_FULL in attrs)) {
-        attrs[ATTR_URL_FULL] = v;
-        continue;
-      }
+      // the usual name is taken on this record: keep the value under its own generic name
       const name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
       attrs[name in attrs ? RAW_ATTRIBUTE_PREFIX + k : name] = v as AttrValue;
     }
-    this.overrides.applyToAttributes(attrs);
+    if (this.overrides.active) this.overrides.applyToAttributes(attrs);
     // The body is rendered from the attributes as they leave (after the overrides), so a value a
     // tenant drops, redacts or hashes never reaches the body either.
     const lookup: ValueLookup = (n) => {
       switch (n) {
-        case 'user': return attrs[this.overrides.outputName(ATTR_USER_ID)];
-        case 'eventType': return eventType;
-        case 'eventTime': return rec.eventTime;
-        case 'siteLuid': return attrs[this.overrides.outputName(this.prefix + 'site_luid')] ?? resource.attributes[this.prefix + 'site_luid'];
+        case 'eventType':
+          return eventType;
+        case 'eventTime':
+          return rec.eventTime;
+        case 'siteLuid':
+          return attrs[this.bodyField(plan, family, n)] ?? liftedSite;
         case 'requestUri': {
           const path = attrs[this.overrides.outputName(ATTR_URL_PATH)];
           const query = attrs[this.overrides.outputName(ATTR_URL_QUERY)];
           return path === undefined ? undefined : query === undefined ? path : `${String(path)}?${String(query)}`;
         }
       }
-      return attrs[this.overrides.outputName(this.outputNameOf(family, plan, n))];
+      return attrs[this.bodyField(plan, family, n)];
     };
     const body = plan.body ? plan.body(lookup) : defaultBody(eventType, lookup);
 

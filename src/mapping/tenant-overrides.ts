@@ -80,6 +80,8 @@ export class TenantOverrides {
   private readonly severity: ReadonlyArray<[(t: string) => boolean, SeverityName]>;
   private readonly typeCache = new Map<string, boolean>();
   readonly touchesAttributes: boolean;
+  /** Anything to do per record at all (attribute operations or static attributes). */
+  readonly active: boolean;
 
   constructor(
     private readonly file: OverridesFile,
@@ -96,6 +98,7 @@ export class TenantOverrides {
     this.severity = Object.entries(file.severity ?? {}).map(([g, s]) => [globMatcher([g]), s]);
     const a = file.attributes;
     this.touchesAttributes = !!a && (a.drop.length + a.redact.length + a.hash.length + this.rename.length > 0);
+    this.active = this.touchesAttributes || this.staticAttrs.length > 0;
   }
 
   static none(): TenantOverrides {

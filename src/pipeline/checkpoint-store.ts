@@ -6,6 +6,7 @@
  * reported; the pipeline then stops advancing instead of losing its place.
  */
 import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, renameSync, readFileSync, unlinkSync } from 'node:fs';
+import { open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** Progress in one object: lines up to `line` are acknowledged by every destination. */
@@ -35,6 +36,7 @@ export class CheckpointStore {
   private data: CheckpointFile;
   private dirty = false;
   private lastSavedAt = 0;
+  private tmpCounter = 0;
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true });
@@ -83,9 +85,7 @@ export class CheckpointStore {
   /** Write the file if anything changed. Throws when the write failed; the old file is intact. */
   save(): boolean {
     if (!this.dirty) return false;
-    this.data.savedAt = new Date().toISOString();
-    const tmp = `${this.file}.tmp-${process.pid}`;
-    const text = JSON.stringify(this.data);
+    const { tmp, text } = this.snapshot();
     let fd: number | undefined;
     try {
       fd = openSync(tmp, 'w', 0o600);
@@ -107,10 +107,48 @@ export class CheckpointStore {
       } catch {
         /* nothing to clean */
       }
+      this.dirty = true;
       throw err;
     }
-    this.dirty = false;
     this.lastSavedAt = Date.now();
     return true;
+  }
+
+  /**
+   * The same as save(), with the I/O (write, fsync, rename, directory fsync) off the main
+   * thread. The caller must not run two saves at once (CheckpointSaver serialises them).
+   */
+  async saveAsync(): Promise<boolean> {
+    if (!this.dirty) return false;
+    const { tmp, text } = this.snapshot();
+    try {
+      const fh = await open(tmp, 'w', 0o600);
+      try {
+        await fh.writeFile(text);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(tmp, this.file);
+      const dh = await open(this.dir, 'r');
+      try {
+        await dh.sync();
+      } finally {
+        await dh.close();
+      }
+    } catch (err) {
+      await unlink(tmp).catch(() => undefined);
+      this.dirty = true;
+      throw err;
+    }
+    this.lastSavedAt = Date.now();
+    return true;
+  }
+
+  /** The state as it is now, to be written; changes after this mark the store dirty again. */
+  private snapshot(): { tmp: string; text: string } {
+    this.data.savedAt = new Date().toISOString();
+    this.dirty = false;
+    return { tmp: `${this.file}.tmp-${process.pid}-${++this.tmpCounter}`, text: JSON.stringify(this.data) };
   }
 }

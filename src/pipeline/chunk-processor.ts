@@ -18,7 +18,9 @@ export interface ProcessorTenant {
 }
 
 export interface ProcessorInit {
-  /** Mapping files directory (absent: the bundled mappings/). */
+  /** The catalog, loaded once by the main thread (structured-cloned to each worker). */
+  catalog?: Catalog;
+  /** Mapping files directory, when no catalog is given (absent: the bundled mappings/). */
   mappingsDir?: string;
   scope: InstrumentationScopeInfo;
   tenants: ProcessorTenant[];
@@ -59,6 +61,8 @@ export interface ChunkResult {
   unknownAttributes: Record<string, number>;
   /** Newest eventTime mapped, ns as a decimal string ('0' when none). */
   newestTimeUnixNano: string;
+  /** The task's segment bytes, handed back (set by the pool). */
+  segments?: Uint8Array[];
 }
 
 const MAX_RAW_IN_DEAD_LETTER = 1 << 20;
@@ -70,7 +74,7 @@ export class ChunkProcessor {
   private readonly decoder = new TextDecoder();
 
   constructor(private readonly init: ProcessorInit) {
-    this.catalog = loadCatalog(init.mappingsDir);
+    this.catalog = init.catalog ?? loadCatalog(init.mappingsDir);
     for (const t of init.tenants) {
       const overrides: TenantOverrides | undefined = t.overridesFile ? loadOverrides(t.overridesFile) : undefined;
       this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, ...(overrides ? { overrides } : {}) }));

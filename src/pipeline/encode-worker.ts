@@ -7,8 +7,13 @@ const processor = new ChunkProcessor(workerData as ProcessorInit);
 parentPort!.on('message', (msg: { id: number; task: ChunkTask }) => {
   try {
     const result = processor.process(msg.task);
-    const transfer = result.payloads.flat().map((p) => p.buffer as ArrayBuffer);
-    parentPort!.postMessage({ id: msg.id, result }, transfer);
+    // hand the segment bytes back (the main thread keeps them for dead letters), without copies
+    const segments = msg.task.segments.map((seg) => seg.bytes);
+    const transfer = new Set<ArrayBuffer>();
+    // payload buffers belong to their payload alone (ProtoWriter.take, serializers' fresh arrays)
+    for (const p of result.payloads.flat()) if (p.byteOffset === 0) transfer.add(p.buffer as ArrayBuffer);
+    for (const b of segments) if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength) transfer.add(b.buffer as ArrayBuffer);
+    parentPort!.postMessage({ id: msg.id, result: { ...result, segments } }, [...transfer]);
   } catch (err) {
     parentPort!.postMessage({ id: msg.id, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
   }

@@ -44,7 +44,7 @@ export interface PipelineSettings {
 export const DEFAULT_PIPELINE_SETTINGS: PipelineSettings = {
   batchSize: 1000,
   maxBatchBytes: 2 * 1024 * 1024,
-  maxInFlightBatches: 4,
+  maxInFlightBatches: 8,
   maxLineBytes: 16 * 1024 * 1024,
   objectReadAttempts: 3,
   retry: { initialDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: Infinity },
@@ -76,10 +76,16 @@ export class DestinationUnavailableError extends Error {
   }
 }
 
-/** Throttled, failure-aware saving of a tenant's checkpoint file. */
+/**
+ * Saving a tenant's checkpoint file as acknowledgements arrive: one save at a time, off the main
+ * thread, each taking every change made before it started (so after a crash at most the
+ * acknowledgements of the save in progress are lost: those batches are sent again). A failed
+ * save (disk full) pauses reading until a save succeeds.
+ */
 export class CheckpointSaver {
+  private saving: Promise<void> | null = null;
+  private again = false;
   private timer: NodeJS.Timeout | null = null;
-  private immediate: NodeJS.Immediate | null = null;
   /** Set while the last save failed (e.g. disk full); reading pauses until a save succeeds. */
   lastError: Error | null = null;
 
@@ -96,42 +102,59 @@ export class CheckpointSaver {
 
   changed(): void {
     this.store.markDirty();
-    if (this.timer || this.immediate) return;
-    if (this.intervalMs <= 0) {
-      // save after every acknowledgement, coalescing those of the same tick
-      this.immediate = setImmediate(() => {
-        this.immediate = null;
-        this.saveNow();
-      });
+    if (this.saving) {
+      this.again = true;
       return;
     }
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.saveNow();
-    }, this.intervalMs);
+    if (this.timer) return;
+    if (this.intervalMs <= 0) this.start();
+    else
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        this.start();
+      }, this.intervalMs);
   }
 
-  /** Returns false (and logs once per failure streak) when the write failed. */
-  saveNow(): boolean {
+  private start(): void {
+    this.again = false;
+    this.saving = (async () => {
+      try {
+        this.deadLetters.sync();
+        await this.store.saveAsync();
+        this.succeeded();
+      } catch (err) {
+        this.failed(err as Error);
+      }
+    })().finally(() => {
+      this.saving = null;
+      if (this.again) this.changed();
+    });
+  }
+
+  private succeeded(): void {
+    if (this.lastError) this.log.info({ file: this.store.file }, 'checkpoint saved again after failure');
+    this.lastError = null;
+  }
+
+  private failed(err: Error): void {
+    if (!this.lastError) this.log.error({ file: this.store.file, err: err.message }, 'cannot save checkpoint: reading paused, checkpoint not advanced');
+    this.lastError = err;
+  }
+
+  /** Wait for a save in progress, then write whatever is left. Returns false when the write failed. */
+  async flush(): Promise<boolean> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    if (this.immediate) {
-      clearImmediate(this.immediate);
-      this.immediate = null;
-    }
+    while (this.saving) await this.saving;
     try {
       this.deadLetters.sync();
-      this.store.save();
-      if (this.lastError) this.log.info({ file: this.store.file }, 'checkpoint saved again after failure');
-      this.lastError = null;
+      await this.store.saveAsync();
+      this.succeeded();
       return true;
     } catch (err) {
-      if (!this.lastError) {
-        this.log.error({ file: this.store.file, err: (err as Error).message }, 'cannot save checkpoint: reading paused, checkpoint not advanced');
-      }
-      this.lastError = err as Error;
+      this.failed(err as Error);
       return false;
     }
   }
@@ -285,7 +308,7 @@ export class SourceRunner {
     await this.dispatch();
     await this.settle();
     if (this.failure) throw this.failure;
-    if (!this.ctx.checkpoints.saveNow()) throw this.ctx.checkpoints.lastError!;
+    if (!(await this.ctx.checkpoints.flush())) throw this.ctx.checkpoints.lastError!;
     if (objects.length > 0) {
       const s = this.ctx.stats;
       this.log.info({ objects: objects.length, exportedTotal: s.recordsExported, deadLetteredTotal: s.deadLetteredLines }, 'objects read and acknowledged');
@@ -306,7 +329,7 @@ export class SourceRunner {
     }
     await this.dispatch();
     await this.settle();
-    this.ctx.checkpoints.saveNow();
+    await this.ctx.checkpoints.flush();
   }
 
   private async readObject(obj: SourceObject, first: AsyncIterator<Buffer | Uint8Array>, signal: AbortSignal): Promise<void> {
@@ -403,7 +426,7 @@ export class SourceRunner {
     while (this.ctx.checkpoints.lastError && !this.deliverySignal.aborted) {
       await sleep(delay, this.deliverySignal);
       delay = Math.min(delay * 2, 30_000);
-      this.ctx.checkpoints.saveNow();
+      await this.ctx.checkpoints.flush();
     }
   }
 
@@ -444,7 +467,11 @@ export class SourceRunner {
               ...(r.outcome.status !== undefined ? { status: r.outcome.status } : {}),
               ...(r.outcome.response !== undefined ? { response: r.outcome.response } : {}),
               objects: b.refs.map((ref, i) => ({ object: ref.key, firstLine: b.segments[i]!.firstLine, lastLine: ref.entry.lastLine })),
-              lines: b.segments.map((s) => Buffer.from(s.bytes).toString('utf8')).join('').split('\n').filter((l) => l.trim() !== ''),
+              lines: (result.segments ?? [])
+                .map((bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'))
+                .join('\n')
+                .split('\n')
+                .filter((l) => l.trim() !== ''),
             });
           } else if (r.kind === 'gave-up') {
             this.failure ??= new DestinationUnavailableError(d.name, r.lastReason);

@@ -9,6 +9,7 @@ import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit } 
 
 interface Pending {
   task: ChunkTask;
+  transfer: ArrayBuffer[];
   resolve(r: ChunkResult): void;
   reject(e: Error): void;
 }
@@ -68,7 +69,8 @@ export class EncodeWorkerPool {
     }
     this.slots[i] = this.spawn();
     for (const p of orphans) {
-      if ((p as Pending & { retried?: boolean }).retried) p.reject(err);
+      // (a task whose bytes were transferred to the dead worker cannot be re-sent)
+      if ((p as Pending & { retried?: boolean }).retried || p.transfer.length > 0) p.reject(err);
       else {
         (p as Pending & { retried?: boolean }).retried = true;
         this.queue.unshift(p);
@@ -77,17 +79,27 @@ export class EncodeWorkerPool {
     this.pump();
   }
 
+  /**
+   * Process a task in a worker. Segment bytes whose ArrayBuffer they own whole are transferred
+   * (not copied); they come back in the result's `segments`.
+   */
   run(task: ChunkTask): Promise<ChunkResult> {
     if (this.inline) {
       try {
-        return Promise.resolve(this.inline.process(task));
+        const result = this.inline.process(task);
+        return Promise.resolve({ ...result, segments: task.segments.map((seg) => seg.bytes) });
       } catch (err) {
         return Promise.reject(err);
       }
     }
     if (this.closed) return Promise.reject(new Error('encode worker pool is closed'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ task, resolve, reject });
+      const transfer: ArrayBuffer[] = [];
+      for (const seg of task.segments) {
+        const b = seg.bytes;
+        if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer && !transfer.includes(b.buffer)) transfer.push(b.buffer);
+      }
+      this.queue.push({ task, transfer, resolve, reject });
       this.pump();
     });
   }
@@ -100,7 +112,7 @@ export class EncodeWorkerPool {
       const p = this.queue.shift()!;
       const id = this.nextId++;
       best.busy.set(id, p);
-      best.worker.postMessage({ id, task: p.task });
+      best.worker.postMessage({ id, task: p.task }, p.transfer);
     }
   }
 

@@ -8,8 +8,10 @@ import type { Source } from './source.js';
 import type { SourceMetrics } from '../daemon/metrics.js';
 import type { Logger } from '../daemon/logger.js';
 import { DirectorySource, directorySourceConfigSchema } from './directory-source.js';
+import { TcmSource, tcmSourceConfigSchema } from './tcm-source.js';
+import { S3Source, s3SourceConfigSchema } from './s3-source.js';
 
-export const sourceConfigSchema = z.discriminatedUnion('type', [directorySourceConfigSchema]);
+export const sourceConfigSchema = z.discriminatedUnion('type', [directorySourceConfigSchema, tcmSourceConfigSchema, s3SourceConfigSchema]);
 export type SourceConfig = z.infer<typeof sourceConfigSchema>;
 
 export interface SourceBuildContext {
@@ -26,5 +28,9 @@ export function createSource(config: SourceConfig, ctx: SourceBuildContext): Sou
   switch (config.type) {
     case 'directory':
       return new DirectorySource(config, ctx.baseDir);
+    case 'tcm':
+      return new TcmSource(config, ctx);
+    case 's3':
+      return new S3Source(config, ctx);
   }
 }

@@ -1,0 +1,398 @@
+/**
+ * `type: s3`: tails the Activity Log bucket Tableau Cloud replicates into
+ * (`<prefix>pod=…/siteLuid=…/y=…/m=…/d=…/h=…/eventType=…/<file>`), every site under the prefix.
+ *
+ * Listing (s3-partitions.ts) walks the hour partitions from a per-site mark on, never the
+ * whole bucket. State per site, in the checkpoint's `position`:
+ *   - `from:<site>`: hour partitions before it are read, acknowledged and never listed again;
+ *   - `newest:<site>`: the newest hour partition seen (the high-water mark).
+ * `from` trails `newest` by `lookbackHours`, so an object that lands late in an hour already
+ * read is still picked up while it is within that window; it never passes an object that is
+ * not finished. The checkpoint's `objects` map only holds objects at or after `from`: entries
+ * below it are pruned on every listing, and while a long backlog is being read the mark moves
+ * on as each hour is finished (see `compact`), so the file stays small however many objects
+ * are read.
+ *
+ * Reading streams GetObject bodies pinned to the listed ETag (`If-Match`): an object replaced
+ * since it was listed is not read half old, half new. It is skipped with a warning and its
+ * new version is read from the start on the next poll (it has a new identity, hence new
+ * record ids). A body cut mid-way (timeout, reset) is resumed with a Range request at the
+ * byte where it stopped, still pinned to the same ETag.
+ */
+import { z } from 'zod';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
+import type { Source, SourceObject } from './source.js';
+import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
+import type { SourceMetrics } from '../daemon/metrics.js';
+import type { Logger } from '../daemon/logger.js';
+import { durationSchema } from '../util/duration.js';
+import { createS3Client, isAccessError, isCredentialError, isKmsError, kmsKeyIn, s3ErrorInfo, SdkS3Lister, type S3Lister } from './s3-client.js';
+import { addHours, discoverRoots, hourFromMs, hourToMs, limiter, listRootObjects, parseTimeBound, type Hour, type PartitionObject, type PartitionRoot } from './s3-partitions.js';
+
+const timeBound = z.string().refine((v) => parseTimeBound(v, Date.now()) !== undefined, {
+  message: 'expected YYYY-MM-DD, YYYY-MM-DDTHH, an ISO 8601 time, or a duration back from now such as 36h or 14d',
+});
+
+export const s3SourceConfigSchema = z
+  .object({
+    type: z.literal('s3'),
+    /** Checkpoint key; defaults to `s3://<bucket>/<prefix>`. */
+    name: z.string().min(1).optional(),
+    bucket: z.string().min(3).max(63).regex(/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/, 'not a valid S3 bucket name'),
+    /** The folder above `pod=…/` (a trailing '/' is added when missing). */
+    prefix: z.string().default(''),
+    region: z.string().min(1),
+    /** An S3-compatible endpoint (MinIO, …) instead of AWS. */
+    endpoint: z.string().url().optional(),
+    forcePathStyle: z.boolean().default(false),
+    /** Backfill window on the hour partitions. */
+    since: timeBound.optional(),
+    until: timeBound.optional(),
+    pollInterval: durationSchema.default(60_000),
+    /** How far behind the newest hour partition read the source re-lists for late objects. */
+    lookbackHours: z.number().int().min(0).max(24 * 31).default(3),
+    /** Objects read at once. */
+    concurrency: z.number().int().min(1).max(64).default(4),
+    roleArn: z.string().regex(/^arn:aws[\w-]*:iam::\d{12}:role\/.+$/, 'expected arn:aws:iam::<account>:role/<name>').optional(),
+    externalId: z.string().min(2).max(1224).optional(),
+    roleSessionName: z.string().regex(/^[\w+=,.@-]{2,64}$/).optional(),
+    /** Names of environment variables holding static keys (never the keys themselves). */
+    accessKeyIdEnv: z.string().min(1).optional(),
+    secretAccessKeyEnv: z.string().min(1).optional(),
+    sessionTokenEnv: z.string().min(1).optional(),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (Boolean(c.accessKeyIdEnv) !== Boolean(c.secretAccessKeyEnv)) {
+      ctx.addIssue({ code: 'custom', path: [c.accessKeyIdEnv ? 'secretAccessKeyEnv' : 'accessKeyIdEnv'], message: 'accessKeyIdEnv and secretAccessKeyEnv go together' });
+    }
+    if (c.sessionTokenEnv && !c.accessKeyIdEnv) ctx.addIssue({ code: 'custom', path: ['sessionTokenEnv'], message: 'sessionTokenEnv needs accessKeyIdEnv and secretAccessKeyEnv' });
+    if ((c.externalId || c.roleSessionName) && !c.roleArn) ctx.addIssue({ code: 'custom', path: [c.externalId ? 'externalId' : 'roleSessionName'], message: 'only used with roleArn' });
+    if (c.forcePathStyle && !c.endpoint) ctx.addIssue({ code: 'custom', path: ['forcePathStyle'], message: 'only used with endpoint' });
+    if (c.since && c.until) {
+      const now = Date.now();
+      if (parseTimeBound(c.since, now)! >= parseTimeBound(c.until, now)!) ctx.addIssue({ code: 'custom', path: ['until'], message: 'until must be after since' });
+    }
+  });
+export type S3SourceConfig = z.infer<typeof s3SourceConfigSchema>;
+
+export interface S3SourceContext {
+  metrics: SourceMetrics;
+  log: Logger;
+  env: NodeJS.ProcessEnv;
+}
+
+export interface S3SourceOptions {
+  /** The clock (tests). */
+  now?: () => number;
+  /** Parallel list calls per poll (default 8). */
+  listConcurrency?: number;
+  /** Pause before resuming an interrupted body (default 500 ms, doubling). */
+  resumeDelayMs?: number;
+}
+
+/** A GetObject failure that retrying will not fix (access denied, KMS): the pipeline dead-letters the object's rest at once. */
+export class PermanentObjectError extends Error {
+  readonly permanent = true;
+  readonly code = 'EACCES';
+  constructor(message: string, readonly s3Code: string) {
+    super(message);
+    this.name = 'PermanentObjectError';
+  }
+}
+
+const FROM = 'from:';
+const NEWEST = 'newest:';
+/** Clock skew allowance: partitions up to one hour ahead of now are read. */
+const FUTURE_HOURS = 1;
+const MAX_RESUMES_WITHOUT_PROGRESS = 4;
+
+interface RootPlan {
+  rel: string;
+  /** Hours listed in this poll, oldest first, with their objects and listed versions. */
+  hours: Array<{ hour: Hour; objects: Array<{ key: string; version: string }> }>;
+  cursor: number;
+  /** Hours before this are not compacted (they stay re-listed for late objects). */
+  windowStart: Hour;
+}
+
+export class S3Source implements Source {
+  readonly type = 's3';
+  readonly id: string;
+  readonly pollIntervalMs: number;
+  readonly readConcurrency: number;
+  private readonly bucket: string;
+  private readonly prefix: string;
+  private readonly client: S3Client;
+  private readonly secrets: string[];
+  private readonly lister: S3Lister;
+  private readonly log: Logger;
+  private readonly metrics: SourceMetrics;
+  private readonly now: () => number;
+  private readonly listConcurrency: number;
+  private readonly resumeDelayMs: number;
+  private knownRoots = new Set<string>();
+  private warnedNoRoots = false;
+  /** The listing of the current poll, for `compact`. */
+  private plan: { checkpoint: SourceCheckpoint; roots: RootPlan[] } | null = null;
+  private newestOpened: Hour = '';
+
+  constructor(private readonly config: S3SourceConfig, ctx: S3SourceContext, options: S3SourceOptions = {}) {
+    this.bucket = config.bucket;
+    this.prefix = config.prefix === '' || config.prefix.endsWith('/') ? config.prefix : `${config.prefix}/`;
+    this.id = config.name ?? `s3://${config.bucket}/${this.prefix}`;
+    this.pollIntervalMs = config.pollInterval;
+    this.readConcurrency = config.concurrency;
+    this.log = ctx.log.child({ source: this.id });
+    this.metrics = ctx.metrics;
+    this.now = options.now ?? Date.now;
+    this.listConcurrency = options.listConcurrency ?? 8;
+    this.resumeDelayMs = options.resumeDelayMs ?? 500;
+    const built = createS3Client(config, ctx.env);
+    this.client = built.client;
+    this.secrets = built.secrets;
+    this.lister = new SdkS3Lister(this.client, this.bucket, this.metrics, this.secrets);
+  }
+
+  async pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]> {
+    const nowMs = this.now();
+    let upper = addHours(hourFromMs(nowMs), FUTURE_HOURS);
+    if (this.config.until) upper = minHour(upper, hourFromMs(parseTimeBound(this.config.until, nowMs)! - 1));
+    const since = this.config.since ? hourFromMs(parseTimeBound(this.config.since, nowMs)!) : undefined;
+    const position = (checkpoint.position ??= {});
+    const limit = limiter(this.listConcurrency);
+
+    const roots = await discoverRoots(this.lister, this.prefix, signal, limit);
+    this.noteRoots(roots);
+
+    const listed = await Promise.all(
+      roots.map(async (root) => {
+        const from = typeof position[FROM + root.rel] === 'string' ? (position[FROM + root.rel] as Hour) : undefined;
+        const start = maxHour(from, since);
+        const objects = await listRootObjects(this.lister, root, start, upper, signal, limit);
+        return { root, from, objects };
+      }),
+    );
+
+    const out: Array<{ hour: Hour; obj: SourceObject }> = [];
+    const plans: RootPlan[] = [];
+    for (const { root, from, objects } of listed) {
+      objects.sort((a, b) => (a.hour < b.hour ? -1 : a.hour > b.hour ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      let newest = typeof position[NEWEST + root.rel] === 'string' ? (position[NEWEST + root.rel] as Hour) : '';
+      let earliestUnfinished: Hour | undefined;
+      const hours: RootPlan['hours'] = [];
+      for (const o of objects) {
+        if (o.hour > newest) newest = o.hour;
+        const version = versionOf(o);
+        const progress = checkpoint.objects[o.key];
+        const sameVersion = progress !== undefined && (progress.version === undefined || progress.version === version);
+        if (hours.length === 0 || hours[hours.length - 1]!.hour !== o.hour) hours.push({ hour: o.hour, objects: [] });
+        hours[hours.length - 1]!.objects.push({ key: o.key, version });
+        if (progress?.done && sameVersion) continue;
+        if (progress && !sameVersion) this.log.info({ object: o.key }, 'object changed since it was read: its new version is read from the start');
+        earliestUnfinished ??= o.hour;
+        out.push({ hour: o.hour, obj: this.sourceObject(o, version, sameVersion ? progress.line : 0) });
+      }
+      if (!newest) continue; // nothing in this root yet
+      position[NEWEST + root.rel] = newest;
+      const windowStart = addHours(newest, -this.config.lookbackHours);
+      let nextFrom = earliestUnfinished && earliestUnfinished < windowStart ? earliestUnfinished : windowStart;
+      if (from && nextFrom < from) nextFrom = from; // never moves back
+      if (since && nextFrom < since) nextFrom = since;
+      position[FROM + root.rel] = nextFrom;
+      plans.push({ rel: root.rel, hours, cursor: 0, windowStart });
+    }
+    this.pruneBelowMarks(checkpoint);
+    this.plan = { checkpoint, roots: plans };
+
+    out.sort((a, b) => (a.hour < b.hour ? -1 : a.hour > b.hour ? 1 : a.obj.key < b.obj.key ? -1 : a.obj.key > b.obj.key ? 1 : 0));
+    this.log.debug({ sites: roots.length, listed: listed.reduce((n, l) => n + l.objects.length, 0), pending: out.length, upper }, 'listed');
+    return out.map((o) => o.obj);
+  }
+
+  /**
+   * Moves each site's `from` mark past the hours whose listed objects are all finished (and
+   * behind the lookback window) and forgets those objects: the state stays bounded while a
+   * long backlog is read within one poll. Called as each object is opened; only ever removes
+   * entries of finished objects, which the pipeline writes no more marks for.
+   */
+  compact(): void {
+    if (!this.plan) return;
+    const { checkpoint, roots } = this.plan;
+    const position = (checkpoint.position ??= {});
+    for (const r of roots) {
+      while (r.cursor < r.hours.length) {
+        const h = r.hours[r.cursor]!;
+        if (h.hour >= r.windowStart) break;
+        const finished = h.objects.every((o) => {
+          const p = checkpoint.objects[o.key];
+          return p?.done === true && (p.version === undefined || p.version === o.version);
+        });
+        if (!finished) break;
+        for (const o of h.objects) delete checkpoint.objects[o.key];
+        r.cursor++;
+        const next = addHours(h.hour, 1);
+        const cur = position[FROM + r.rel];
+        if (typeof cur !== 'string' || cur < next) position[FROM + r.rel] = next;
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+
+  private noteRoots(roots: PartitionRoot[]): void {
+    if (roots.length === 0) {
+      if (!this.warnedNoRoots) this.log.warn({ bucket: this.bucket, prefix: this.prefix }, 'no y=YYYY/ partitions found under the prefix yet (expected <prefix>pod=…/siteLuid=…/y=…/)');
+      this.warnedNoRoots = true;
+      return;
+    }
+    const now = new Set(roots.map((r) => r.prefix));
+    for (const p of now) if (!this.knownRoots.has(p)) this.log.info({ site: p }, 'site partition tree found');
+    this.knownRoots = now;
+  }
+
+  /** Drops checkpoint entries of hours before their site's `from` mark (finished or gone from the bucket). */
+  private pruneBelowMarks(checkpoint: SourceCheckpoint): void {
+    const position = checkpoint.position ?? {};
+    for (const key of Object.keys(checkpoint.objects)) {
+      const m = /^(.*?)y=(\d{4})\/m=(\d{1,2})\/d=(\d{1,2})\/h=(\d{1,2})\//.exec(key);
+      if (!m || !m[1]!.startsWith(this.prefix)) continue;
+      const from = position[FROM + m[1]!.slice(this.prefix.length)];
+      if (typeof from !== 'string') continue;
+      const hour = `${m[2]}-${m[3]!.padStart(2, '0')}-${m[4]!.padStart(2, '0')}T${m[5]!.padStart(2, '0')}`;
+      if (hour < from) delete checkpoint.objects[key];
+    }
+  }
+
+  private sourceObject(o: PartitionObject, version: string, resumeAfterLine: number): SourceObject {
+    return {
+      key: o.key,
+      identity: `s3://${this.bucket}/${o.key}?${o.etag ? `etag=${o.etag}` : `version=${version}`}`,
+      ...(o.size !== undefined ? { size: o.size } : {}),
+      version,
+      resumeAfterLine,
+      open: (signal) => {
+        this.compact();
+        if (o.hour > this.newestOpened) {
+          this.newestOpened = o.hour;
+          this.metrics.newestPartition(hourToMs(o.hour) / 1000);
+        }
+        return this.read(o, signal);
+      },
+    };
+  }
+
+  /** The object's bytes, pinned to the listed ETag, resuming with a Range request after an interruption. */
+  private async *read(o: PartitionObject, signal: AbortSignal): AsyncGenerator<Buffer> {
+    let offset = 0;
+    let failures = 0;
+    for (;;) {
+      let body: Readable;
+      try {
+        this.metrics.request('GetObject');
+        const res = await this.client.send(
+          new GetObjectCommand({
+            Bucket: this.bucket,
+            Key: o.key,
+            ...(o.etag ? { IfMatch: `"${o.etag}"` } : {}),
+            ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}),
+          }),
+          { abortSignal: signal },
+        );
+        body = res.Body as Readable;
+        if (!body) return;
+      } catch (err) {
+        if (signal.aborted) throw err;
+        const info = s3ErrorInfo(err, this.secrets);
+        if (info.code === 'NoSuchKey' || (info.status === 404 && info.code !== 'NoSuchBucket')) {
+          if (offset === 0) {
+            this.log.warn({ object: o.key }, 'object deleted since it was listed: skipped');
+            return;
+          }
+          throw new Error(`s3://${this.bucket}/${o.key} was deleted while being read`);
+        }
+        if (info.code === 'PreconditionFailed' || info.status === 412) {
+          if (offset === 0) {
+            this.log.warn({ object: o.key, etag: o.etag }, 'object replaced since it was listed: skipped now, its new version is read from the start on the next poll');
+            return;
+          }
+          // the pipeline retries the object; that attempt gets the 412 above, before any byte
+          throw new Error(`s3://${this.bucket}/${o.key} was replaced while being read (ETag ${o.etag} no longer current)`);
+        }
+        if (info.code === 'InvalidRange' || info.status === 416) return; // the interruption was at the very end
+        throw this.getError(o.key, info);
+      }
+      try {
+        for await (const chunk of body) {
+          offset += (chunk as Buffer).length;
+          failures = 0;
+          yield chunk as Buffer;
+        }
+        if (o.size === undefined || offset >= o.size) return;
+        throw new Error(`body ended after ${offset} of ${o.size} bytes`);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        failures++;
+        const info = s3ErrorInfo(err, this.secrets);
+        if (failures > MAX_RESUMES_WITHOUT_PROGRESS) throw new Error(`reading s3://${this.bucket}/${o.key} failed at byte ${offset}: ${info.code}: ${info.message}`);
+        this.log.warn({ object: o.key, byte: offset, err: `${info.code}: ${info.message}` }, 'object stream interrupted; resuming at the same byte');
+        await sleep(this.resumeDelayMs * 2 ** (failures - 1), signal);
+      } finally {
+        body.destroy();
+      }
+    }
+  }
+
+  private getError(key: string, info: ReturnType<typeof s3ErrorInfo>): Error {
+    const where = `s3://${this.bucket}/${key}`;
+    if (isKmsError(info)) {
+      const kmsKey = kmsKeyIn(info.message);
+      return new PermanentObjectError(
+        `cannot decrypt ${where}${kmsKey ? ` with KMS key ${kmsKey}` : ''} (${info.code}: ${info.message}); the reader needs kms:Decrypt on the bucket's KMS key`,
+        info.code,
+      );
+    }
+    if (isCredentialError(info)) {
+      // not the object's fault: not marked permanent
+      return Object.assign(new Error(`credentials failed reading ${where} (${info.code}: ${info.message})`), { s3Code: info.code });
+    }
+    if (isAccessError(info)) {
+      return new PermanentObjectError(`access denied reading ${where} (${info.code}: ${info.message}); the reader needs s3:GetObject (and kms:Decrypt for SSE-KMS)`, info.code);
+    }
+    if (info.code === 'InvalidObjectState') {
+      return new PermanentObjectError(`cannot read ${where} (${info.code}: ${info.message})`, info.code);
+    }
+    return Object.assign(new Error(`reading ${where} failed: ${info.code}${info.status ? ` (HTTP ${info.status})` : ''}: ${info.message}`), { s3Code: info.code });
+  }
+}
+
+function versionOf(o: PartitionObject): string {
+  if (o.etag) return o.etag;
+  return `${o.size ?? ''}@${o.lastModified?.getTime() ?? ''}`;
+}
+
+function maxHour(a: Hour | undefined, b: Hour | undefined): Hour | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a > b ? a : b;
+}
+
+function minHour(a: Hour, b: Hour): Hour {
+  return a < b ? a : b;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
