@@ -65,6 +65,17 @@ export interface TenantContext {
   driftSeen: Set<string>;
 }
 
+/** An object could not be read after several attempts (a transient error): the poll stops, nothing is skipped. */
+export class SourceReadError extends Error {
+  constructor(
+    readonly object: string,
+    reason: string,
+  ) {
+    super(`cannot read ${object}: ${reason}`);
+    this.name = 'SourceReadError';
+  }
+}
+
 /** A destination gave up (retry budget spent): the pipeline stops without moving the checkpoint further. */
 export class DestinationUnavailableError extends Error {
   constructor(
@@ -287,8 +298,14 @@ export class SourceRunner {
     this.ctx.checkpoints.changed();
   };
 
-  /** Read everything pending now, deliver it, and wait until it is acknowledged. */
+  /** Read everything available now (several listings when the source has a backlog), deliver it, and wait until it is acknowledged. */
   async drain(readSignal: AbortSignal): Promise<void> {
+    do {
+      await this.drainOnce(readSignal);
+    } while (this.source.hasMore && !readSignal.aborted);
+  }
+
+  private async drainOnce(readSignal: AbortSignal): Promise<void> {
     const objects = await this.source.pending(this.checkpoint, readSignal);
     this.ctx.checkpoints.changed(); // listing may have pruned the state
     const ahead = Math.max(1, this.source.readConcurrency ?? 1);
@@ -297,14 +314,23 @@ export class SourceRunner {
       if (i >= objects.length || opened.has(i)) return;
       opened.set(i, prefetch(objects[i]!.open(readSignal)));
     };
-    for (let i = 0; i < objects.length; i++) {
-      if (readSignal.aborted || this.failure) break;
-      for (let j = i; j < i + ahead; j++) openAt(j);
-      const stream = opened.get(i)!;
-      opened.delete(i);
-      await this.readObject(objects[i]!, stream, readSignal);
+    try {
+      for (let i = 0; i < objects.length; i++) {
+        if (readSignal.aborted || this.failure) break;
+        for (let j = i; j < i + ahead; j++) openAt(j);
+        const stream = opened.get(i)!;
+        opened.delete(i);
+        await this.readObject(objects[i]!, stream, readSignal);
+      }
+    } catch (err) {
+      // deliver what was read before the failure, so its progress is kept
+      await this.dispatch();
+      await this.settle();
+      await this.ctx.checkpoints.flush();
+      throw err;
+    } finally {
+      for (const it of opened.values()) void it.return?.();
     }
-    for (const it of opened.values()) void it.return?.();
     await this.dispatch();
     await this.settle();
     if (this.failure) throw this.failure;
@@ -363,14 +389,19 @@ export class SourceRunner {
       } catch (err) {
         if (signal.aborted) return;
         const message = (err as Error).message;
-        if (attempt < settings.objectReadAttempts && !isPermanentReadError(err)) {
+        if (isPermanentReadError(err)) {
+          this.log.error({ object: obj.key, line: lastLine + 1, err: message }, 'object unreadable; the rest of it is dead-lettered');
+          this.deadLetterLine(obj.key, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '');
+          break;
+        }
+        if (attempt < settings.objectReadAttempts) {
           this.log.warn({ object: obj.key, line: lastLine, attempt, err: message }, 'object read failed; retrying from the last line read');
           await sleep(Math.min(10_000, 500 * 2 ** (attempt - 1)), signal);
           continue;
         }
-        this.log.error({ object: obj.key, line: lastLine + 1, err: message }, 'object unreadable; the rest of it is dead-lettered');
-        this.deadLetterLine(obj.key, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '');
-        break;
+        // transient, and still failing: stop this poll; the object is read again next time
+        // from its last acknowledged line (what was read so far is delivered meanwhile)
+        throw new SourceReadError(obj.key, message);
       }
     }
     tracker.finish(lastLine);

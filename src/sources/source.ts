@@ -16,6 +16,12 @@ export interface SourceObject {
   version?: string;
   /** 1-based count of lines already acknowledged (reading resumes after them). */
   resumeAfterLine: number;
+  /**
+   * The object's bytes. A read error with `permanent: true` (or a corrupt gzip stream) means the
+   * object can never be read past that point: the rest is dead-lettered. Any other error is
+   * transient: after a few attempts the poll stops and the object is read again later, from the
+   * last acknowledged line.
+   */
   open(signal: AbortSignal): AsyncIterable<Buffer | Uint8Array>;
 }
 
@@ -27,6 +33,8 @@ export interface Source {
   readonly pollIntervalMs: number;
   /** How many objects the pipeline may read at once (their progress still commits in order). Default 1. */
   readonly readConcurrency?: number;
+  /** After pending(): true when the source returned only part of what is available (a backlog bigger than one poll). */
+  readonly hasMore?: boolean;
   /** Objects to read now, oldest first. May prune the checkpoint (bounded state). */
   pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]>;
   close?(): Promise<void>;

@@ -1,0 +1,124 @@
+/**
+ * The runner with a source whose reads fail: a transient failure never skips data (the poll
+ * stops and the object is read again later from its last acknowledged line), a permanent one
+ * dead-letters the rest of the object and moves on. Real OTLP receiver, real destination, the
+ * encode stage in-process (workers: 0).
+ */
+import { describe, it, expect, afterEach } from 'vitest';
+import { join } from 'node:path';
+import { readFileSync, readdirSync } from 'node:fs';
+import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
+import { tempDir } from './support/activity-fixtures.js';
+import type { Source, SourceObject } from '../src/sources/source.js';
+import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
+import { CheckpointStore } from '../src/pipeline/checkpoint-store.js';
+import { DeadLetterStore } from '../src/pipeline/dead-letter-store.js';
+import { PipelineStats } from '../src/pipeline/pipeline-stats.js';
+import { CheckpointSaver, DEFAULT_PIPELINE_SETTINGS, SourceReadError, SourceRunner } from '../src/pipeline/source-runner.js';
+import { EncodeWorkerPool } from '../src/pipeline/worker-pool.js';
+import { OtlpDestination } from '../src/export/otlp-destination.js';
+import { loadCatalog } from '../src/mapping/catalog.js';
+import { silentLogger } from '../src/daemon/logger.js';
+
+const KEY = 'pod=p/siteLuid=s/y=2026/m=11/d=29/h=01/eventType=hist_access_view/a.txt';
+const lines = Array.from({ length: 50 }, (_, i) => JSON.stringify({ eventTime: '2026-11-29T01:00:00Z', actorUserLuid: 'u', testSeq: i + 1 }) + '\n');
+
+/** Serves one object; `failAfter` lines into it the stream errors (transient or permanent), `failures` times. */
+class FlakySource implements Source {
+  readonly type = 'test';
+  readonly id = 'flaky';
+  readonly pollIntervalMs = 10;
+  failures = 0;
+  failAfter = 20;
+  permanent = false;
+  async pending(checkpoint: SourceCheckpoint): Promise<SourceObject[]> {
+    const p = checkpoint.objects[KEY];
+    if (p?.done) return [];
+    const self = this;
+    return [
+      {
+        key: KEY,
+        identity: 'test\n' + KEY,
+        resumeAfterLine: p?.line ?? 0,
+        async *open() {
+          for (let i = 0; i < lines.length; i++) {
+            if (i === self.failAfter && self.failures > 0) {
+              self.failures--;
+              const err = new Error(self.permanent ? 'corrupt object' : 'connection reset') as Error & { permanent?: boolean; code?: string };
+              if (self.permanent) err.permanent = true;
+              else err.code = 'ECONNRESET';
+              throw err;
+            }
+            yield Buffer.from(lines[i]!);
+          }
+        },
+      },
+    ];
+  }
+}
+
+let receiver: OtlpReceiver;
+afterEach(async () => {
+  await receiver?.close();
+});
+
+async function setup(source: FlakySource) {
+  receiver = await startOtlpReceiver();
+  const dir = tempDir();
+  const log = silentLogger();
+  const deadLetters = new DeadLetterStore(join(dir, 'dead-letter'));
+  const checkpoints = new CheckpointSaver(new CheckpointStore(dir), deadLetters, 0, log);
+  const pool = new EncodeWorkerPool(0, { catalog: loadCatalog(), scope: { name: 't', version: '0' }, tenants: [{ id: 't' }] });
+  const settings = { ...DEFAULT_PIPELINE_SETTINGS, batchSize: 10, objectReadAttempts: 2 };
+  const runner = new SourceRunner(
+    source,
+    { tenantId: 't', pool, destinations: [new OtlpDestination({ type: 'otlp', endpoint: receiver.url })], deadLetters, checkpoints, stats: new PipelineStats(), log, settings, driftSeen: new Set() },
+    new AbortController().signal,
+  );
+  return { runner, dir, checkpoints, deadLetters };
+}
+
+const seqs = () => receiver.records().map((r) => r.attributes['tableau.test_seq'] as number);
+
+describe('read failures', () => {
+  it('transient: the poll stops without marking the object done; the next poll finishes it', async () => {
+    const source = new FlakySource();
+    source.failures = 5; // more than objectReadAttempts
+    const { runner, checkpoints } = await setup(source);
+    await expect(runner.drain(new AbortController().signal)).rejects.toBeInstanceOf(SourceReadError);
+    const cp = checkpoints.source('flaky').objects[KEY]!;
+    expect(cp.done).toBeFalsy();
+    expect(cp.line).toBe(20); // everything before the failure was delivered and committed
+    expect(seqs()).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+
+    source.failures = 0;
+    await runner.drain(new AbortController().signal);
+    expect(checkpoints.source('flaky').objects[KEY]).toMatchObject({ line: 50, done: true });
+    expect(new Set(seqs()).size).toBe(50);
+    expect(seqs().length).toBe(50); // nothing sent twice
+  });
+
+  it('transient once: retried from the last line read, no loss, no duplicate', async () => {
+    const source = new FlakySource();
+    source.failures = 1;
+    const { runner, checkpoints } = await setup(source);
+    await runner.drain(new AbortController().signal);
+    expect(checkpoints.source('flaky').objects[KEY]).toMatchObject({ line: 50, done: true });
+    expect(seqs().sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  });
+
+  it('permanent: the rest of the object is dead-lettered and the object is done', async () => {
+    const source = new FlakySource();
+    source.failures = 1;
+    source.permanent = true;
+    const { runner, checkpoints, dir, deadLetters } = await setup(source);
+    await runner.drain(new AbortController().signal);
+    deadLetters.close();
+    expect(checkpoints.source('flaky').objects[KEY]).toMatchObject({ done: true });
+    expect(seqs().length).toBe(20);
+    const letters = readdirSync(join(dir, 'dead-letter')).flatMap((f) => readFileSync(join(dir, 'dead-letter', f), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ kind: 'line', object: KEY, line: 21 });
+    expect(letters[0].reason).toMatch(/unreadable after line 20: corrupt object/);
+  });
+});
