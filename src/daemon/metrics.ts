@@ -55,10 +55,10 @@ export interface SourceMetrics {
   newestPartition(hourStartSeconds: number): void;
 }
 
-export function sourceMetrics(m: DaemonMetrics | undefined, tenant: string, source: string): SourceMetrics {
+export function sourceMetrics(m: DaemonMetrics | undefined, tenant: string, source: () => string): SourceMetrics {
   return {
-    request: (operation) => m?.sourceRequests.inc({ tenant, source, operation }),
-    newestPartition: (t) => m?.newestPartition.set({ tenant, source }, t),
+    request: (operation) => m?.sourceRequests.inc({ tenant, source: source(), operation }),
+    newestPartition: (t) => m?.newestPartition.set({ tenant, source: source() }, t),
   };
 }
 

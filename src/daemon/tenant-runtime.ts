@@ -63,13 +63,16 @@ export class TenantRuntime {
     };
     const seen = new Set<string>();
     this.runners = config.sources.map((s) => {
+      // the metrics label is the source's id, known once it is built
+      const label = { id: s.type as string };
       const source = createSource(s, {
         baseDir: options.baseDir,
         tenantId: config.id,
-        metrics: sourceMetrics(options.metrics, config.id, 'name' in s && s.name ? s.name : s.type),
+        metrics: sourceMetrics(options.metrics, config.id, () => label.id),
         log: this.log,
         env: process.env,
       });
+      label.id = source.id;
       if (seen.has(source.id)) throw new Error(`tenant ${config.id}: two sources share the id '${source.id}'; give one a name`);
       seen.add(source.id);
       return new SourceRunner(source, ctx, this.deliveryAbort.signal);
