@@ -300,12 +300,14 @@ export class SourceRunner {
 
   /** Read everything available now (several listings when the source has a backlog), deliver it, and wait until it is acknowledged. */
   async drain(readSignal: AbortSignal): Promise<void> {
+    let read: number;
     do {
-      await this.drainOnce(readSignal);
-    } while (this.source.hasMore && !readSignal.aborted);
+      read = await this.drainOnce(readSignal);
+    } while (this.source.hasMore && read > 0 && !readSignal.aborted);
   }
 
-  private async drainOnce(readSignal: AbortSignal): Promise<void> {
+  /** One listing and everything in it; returns the number of objects listed. */
+  private async drainOnce(readSignal: AbortSignal): Promise<number> {
     const objects = await this.source.pending(this.checkpoint, readSignal);
     this.ctx.checkpoints.changed(); // listing may have pruned the state
     const ahead = Math.max(1, this.source.readConcurrency ?? 1);
@@ -339,6 +341,7 @@ export class SourceRunner {
       const s = this.ctx.stats;
       this.log.info({ objects: objects.length, exportedTotal: s.recordsExported, deadLetteredTotal: s.deadLetteredLines }, 'objects read and acknowledged');
     }
+    return objects.length;
   }
 
   /** Poll until the read signal aborts; in-flight batches are settled before it returns. */

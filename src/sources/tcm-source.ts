@@ -177,6 +177,11 @@ export class TcmSource implements Source {
     });
   }
 
+  /** The last listing was cut short by maxFilesPerPoll: the pipeline lists again right away. */
+  get hasMore(): boolean {
+    return this.backlog;
+  }
+
   get pollIntervalMs(): number {
     return this.backlog ? Math.min(BACKLOG_POLL_MS, this.config.pollInterval) : this.config.pollInterval;
   }
