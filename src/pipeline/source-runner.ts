@@ -208,7 +208,7 @@ class ObjectTracker {
 
   constructor(
     readonly obj: SourceObject,
-    private readonly commit: (key: string, progress: ObjectProgress) => void,
+    private readonly commit: (obj: SourceObject, progress: ObjectProgress) => void,
   ) {
     this.committed = obj.resumeAfterLine;
   }
@@ -238,10 +238,10 @@ class ObjectTracker {
     }
     const version = this.obj.version ? { version: this.obj.version } : {};
     if (this.finalLine !== null && this.queue.length === 0) {
-      this.commit(this.obj.key, { line: Math.max(this.committed, this.finalLine), done: true, ...(this.obj.size !== undefined ? { size: this.obj.size } : {}), ...version });
+      this.commit(this.obj, { line: Math.max(this.committed, this.finalLine), done: true, ...(this.obj.size !== undefined ? { size: this.obj.size } : {}), ...version });
       this.finalLine = null;
     } else if (moved) {
-      this.commit(this.obj.key, { line: this.committed, ...version });
+      this.commit(this.obj, { line: this.committed, ...version });
     }
   }
 }
@@ -293,9 +293,16 @@ export class SourceRunner {
     });
   }
 
-  private readonly commit = (key: string, progress: ObjectProgress): void => {
-    this.checkpoint.objects[key] = progress;
+  private readonly commit = (obj: SourceObject, progress: ObjectProgress): void => {
+    this.checkpoint.objects[obj.key] = progress;
     this.ctx.checkpoints.changed();
+    if (progress.done && this.source.objectFinished) {
+      // after the checkpoint that records it is written: a crash in between re-sends, never loses
+      void this.ctx.checkpoints
+        .flush()
+        .then(() => this.source.objectFinished!(obj))
+        .catch((err: unknown) => this.log.error({ object: obj.key, err: (err as Error).message }, 'source could not be told the object is finished'));
+    }
   };
 
   /** Read everything available now (several listings when the source has a backlog), deliver it, and wait until it is acknowledged. */

@@ -35,6 +35,11 @@ export interface Source {
   readonly readConcurrency?: number;
   /** After pending(): true when the source returned only part of what is available (a backlog bigger than one poll). */
   readonly hasMore?: boolean;
+  /**
+   * Called once an object was read to the end and every destination accepted all its records
+   * (after its `done` progress was committed): e.g. delete its queue message. Errors are logged.
+   */
+  objectFinished?(obj: SourceObject): Promise<void>;
   /** Objects to read now, oldest first. May prune the checkpoint (bounded state). */
   pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]>;
   close?(): Promise<void>;
