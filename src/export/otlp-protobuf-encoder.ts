@@ -14,7 +14,8 @@
  * Nested messages reserve one length byte and shift their content in the rare case it is longer
  * than 127 bytes, so lengths are always minimal varints.
  */
-import type { AttrValue, InstrumentationScopeInfo, MappedLogRecord } from '../mapping/log-record.js';
+import type { AttrValue, InstrumentationScopeInfo, MappedLogRecord, ResourceDescriptor } from '../mapping/log-record.js';
+import type { DirectRecordWriter } from '../mapping/record-mapper.js';
 
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
@@ -171,6 +172,13 @@ export class ProtoWriter {
     let p = this.pos;
     for (let i = 0; i < n; i++) buf[p++] = enc[i]!;
     this.pos = p;
+  }
+
+  /** Bytes written by another writer, as they are. */
+  raw(bytes: Uint8Array, length: number): void {
+    if (this.pos + length > this.buf.length) this.grow(length);
+    this.buf.set(bytes.subarray(0, length), this.pos);
+    this.pos += length;
   }
 
   /** Starts a nested message: reserves one length byte; returns where its content starts. */
@@ -342,4 +350,99 @@ export function encodeLogsRequest(records: readonly MappedLogRecord[], scope: In
     w.end(rl);
   }
   return w.take();
+}
+
+/**
+ * Writes mapped records straight into OTLP protobuf as the mapper emits them
+ * (RecordMapper.mapDirect): no record objects, no attribute objects. Records are grouped by
+ * resource into one ScopeLogs each; finish() assembles the ExportLogsServiceRequest.
+ */
+export class DirectLogsRequestWriter implements DirectRecordWriter {
+  private readonly groups = new Map<string, { resource: ResourceDescriptor; w: ProtoWriter }>();
+  private w: ProtoWriter | null = null;
+  private recordStart = 0;
+  /** Names set on the current record: name → record generation. */
+  private readonly seen = new Map<string, number>();
+  private generation = 0;
+  count = 0;
+
+  constructor(private readonly scope: InstrumentationScopeInfo) {}
+
+  begin(resource: ResourceDescriptor, timeUnixNano: bigint, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void {
+    let g = this.groups.get(resource.key);
+    if (!g) {
+      g = { resource, w: new ProtoWriter(1 << 20) };
+      this.groups.set(resource.key, g);
+    }
+    const w = (this.w = g.w);
+    this.generation++;
+    if (this.seen.size > 4096) this.seen.clear();
+    w.byte(T_SL_LOG_RECORDS);
+    this.recordStart = w.begin();
+    w.byte(T_LR_TIME);
+    w.fixed64(timeUnixNano);
+    w.byte(T_LR_SEVERITY_NUMBER);
+    w.varint(severityNumber);
+    w.byte(T_LR_SEVERITY_TEXT);
+    w.string(severityText);
+    w.byte(T_LR_OBSERVED_TIME);
+    w.fixed64(observedTimeUnixNano);
+    w.byte(T_LR_EVENT_NAME);
+    w.string(eventName);
+  }
+
+  has(name: string): boolean {
+    return this.seen.get(name) === this.generation;
+  }
+
+  attr(name: string, value: AttrValue): void {
+    const w = this.w!;
+    this.seen.set(name, this.generation);
+    if (value === undefined) return;
+    w.byte(T_LR_ATTRIBUTES);
+    const s = w.begin();
+    keyValueBody(w, name, value, 0);
+    w.end(s);
+  }
+
+  end(body: string): void {
+    const w = this.w!;
+    w.byte(T_LR_BODY);
+    const s = w.begin();
+    w.byte(T_AV_STRING);
+    w.string(body);
+    w.end(s);
+    w.end(this.recordStart);
+    this.w = null;
+    this.count++;
+  }
+
+  /** The request, or null when no record was written. */
+  finish(): Uint8Array | null {
+    if (this.count === 0) return null;
+    let size = 0;
+    for (const g of this.groups.values()) size += g.w.pos;
+    const out = new ProtoWriter(size + 4096);
+    for (const { resource, w } of this.groups.values()) {
+      out.byte(T_REQ_RESOURCE_LOGS);
+      const rl = out.begin();
+      out.byte(T_RL_RESOURCE);
+      const res = out.begin();
+      attributes(out, T_RES_ATTRIBUTES, resource.attributes);
+      out.end(res);
+      out.byte(T_RL_SCOPE_LOGS);
+      const sl = out.begin();
+      out.byte(T_SL_SCOPE);
+      const sc = out.begin();
+      out.byte(T_SCOPE_NAME);
+      out.string(this.scope.name);
+      out.byte(T_SCOPE_VERSION);
+      out.string(this.scope.version);
+      out.end(sc);
+      out.raw(w.buf, w.pos);
+      out.end(sl);
+      out.end(rl);
+    }
+    return out.take();
+  }
 }

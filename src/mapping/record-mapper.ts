@@ -9,7 +9,7 @@ import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, MappedLogRecord, ResourceDescriptor } from './log-record.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { parseEventTime } from './event-time.js';
-import { compileTemplate, type ValueLookup } from './body-template.js';
+import { compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
 import {
   ATTR_ERROR_TYPE,
@@ -58,6 +58,30 @@ export interface ObjectMappingContext {
   /** Derived from the object's identity (source, key, version); `<uidPrefix>:<line>` is a record's uid. */
   uidPrefix: string;
 }
+
+/** Where the mapping rules put attributes (an object, or an encoder writing them as they come). */
+export interface AttributeSink {
+  has(name: string): boolean;
+  set(name: string, value: AttrValue): void;
+}
+
+/** A writer mapDirect() streams one record into (see export/otlp-protobuf-encoder.ts). */
+export interface DirectRecordWriter {
+  begin(resource: ResourceDescriptor, timeUnixNano: bigint, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void;
+  has(name: string): boolean;
+  attr(name: string, value: AttrValue): void;
+  end(body: string): void;
+}
+
+export interface DirectMapped {
+  ok: true;
+  direct: true;
+  eventType: string;
+  timeUnixNano: bigint;
+}
+
+/** What the default body (no template) reads. */
+const DEFAULT_BODY_FIELDS = ['user', 'actorUserId', 'eventOutcome', 'status'];
 
 export type MapResult =
   | { ok: true; record: MappedLogRecord }
@@ -115,6 +139,8 @@ interface TypePlan {
   routes: Record<Family, Map<string, Route>>;
   /** Body placeholder → the output attribute it reads, per family. */
   bodyFields: Record<Family, Map<string, string>>;
+  /** Output attribute → placeholder, for the attributes a body reads (mapDirect keeps their values). */
+  bodyWantedByFamily: Partial<Record<Family, Map<string, string>>>;
 }
 
 const ROUTE_GENERIC = 0;
@@ -192,6 +218,7 @@ export class RecordMapper {
       keep: this.overrides.keeps(eventType),
       routes: { site: new Map(), tenant: new Map() },
       bodyFields: { site: new Map(), tenant: new Map() },
+      bodyWantedByFamily: {},
     };
     if (this.plans.size < MAX_DRIFT_NAMES) this.plans.set(eventType, plan);
     return plan;
@@ -232,92 +259,20 @@ export class RecordMapper {
 
   /** Map one parsed line. `line` is its 1-based line number in the object. */
   map(value: unknown, line: number, ctx: ObjectMappingContext, observedTimeUnixNano: bigint): MapResult {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      return { ok: false, reason: `not a JSON object (${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value})` };
-    }
-    const rec = value as Record<string, unknown>;
-    const time = parseEventTime(rec.eventTime);
-    if (time === undefined) {
-      return { ok: false, reason: rec.eventTime == null ? 'missing eventTime' : `unparseable eventTime ${JSON.stringify(String(rec.eventTime)).slice(0, 80)}` };
-    }
-    const recordType = typeof rec.eventType === 'string' && rec.eventType !== '' ? rec.eventType : undefined;
-    const eventType = ctx.keyInfo.eventType ?? recordType ?? UNKNOWN_EVENT_TYPE;
-    const plan = this.plan(eventType);
-    if (!plan.keep) return { ok: false, reason: `event type ${eventType} dropped by the tenant's overrides`, dropped: true };
-    const entry = plan.entry;
-    if (!entry) this.drifted(this.drift.unknownEventTypes, 'eventType', eventType);
-    const family: Family = plan.family ?? guessFamily(rec);
-
-    const siteLuid = typeof rec.siteLuid === 'string' ? rec.siteLuid : ctx.keyInfo.siteLuid;
-    const resource = this.resourceFor(family, siteLuid, ctx.keyInfo);
-
     const attrs: Record<string, AttrValue> = {};
-    const uid = typeof rec.eventId === 'string' && rec.eventId !== '' ? rec.eventId : `${ctx.uidPrefix}:${line}`;
-    attrs[ATTR_LOG_RECORD_UID] = uid;
-    attrs[ATTR_EVENT_TYPE] = eventType;
-    for (const [k, v] of plan.derived) attrs[k] = v;
-    if (plan.target) this.setTarget(attrs, plan.target, rec);
-
-    let severity: Severity = 'INFO';
-    const outcome = rec.eventOutcome;
-    if (typeof outcome === 'string') {
-      const s = this.outcomeSeverity.get(outcome);
-      if (s) {
-        severity = s;
-        attrs[ATTR_ERROR_TYPE] = outcome;
-      }
-    }
-    for (const rule of this.failureFields) {
-      const v = rec[rule.field];
-      if (v === undefined || v === null) continue;
-      const hit = rule.lower !== undefined ? typeof v === 'string' && v.toLowerCase() === rule.lower : v === rule.equals;
-      if (hit && SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
-    }
-    if (plan.severity) severity = plan.severity;
-
-    const routes = plan.routes[family];
-    const liftedSite = resource.attributes[this.prefix + 'site_luid'];
-    for (const k in rec) {
-      const v = rec[k];
-      if (v === null || v === undefined) continue;
-      const r = routes.get(k) ?? this.route(plan, family, k);
-      if (r.unknown) this.drifted(this.drift.unknownAttributes, 'attribute', `${eventType}.${k}`);
-      switch (r.kind) {
-        case ROUTE_SKIP:
-          continue; // eventTime: the record's timestamp
-        case ROUTE_SEMCONV:
-          if (!(r.name in attrs)) {
-            attrs[r.name] = v as AttrValue;
-            continue;
-          }
-          break;
-        case ROUTE_REQUEST_URI:
-          if (typeof v === 'string' && !(ATTR_URL_PATH in attrs)) {
-            const q = v.indexOf('?');
-            attrs[ATTR_URL_PATH] = q === -1 ? v : v.slice(0, q);
-            if (q !== -1) attrs[ATTR_URL_QUERY] = v.slice(q + 1);
-            continue;
-          }
-          break;
-        case ROUTE_URL_FULL:
-          if (typeof v === 'string' && !(ATTR_URL_FULL in attrs)) {
-            attrs[ATTR_URL_FULL] = v;
-            continue;
-          }
-          break;
-        default:
-          if (k === 'siteLuid' && v === liftedSite) continue; // lifted to the resource
-          if (k === 'eventType' && v === eventType) continue; // same as tableau.event_type
-          attrs[r.name in attrs ? RAW_ATTRIBUTE_PREFIX + k : r.name] = v as AttrValue;
-          continue;
-      }
-      // the usual name is taken on this record: keep the value under its own generic name
-      const name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
-      attrs[name in attrs ? RAW_ATTRIBUTE_PREFIX + k : name] = v as AttrValue;
-    }
+    const sink: AttributeSink = {
+      has: (name) => name in attrs,
+      set: (name, v) => {
+        attrs[name] = v;
+      },
+    };
+    const head = this.mapInto(value, line, ctx, sink);
+    if (!head.ok) return head;
+    const { eventType, plan, family, resource, rec } = head;
     if (this.overrides.active) this.overrides.applyToAttributes(attrs);
     // The body is rendered from the attributes as they leave (after the overrides), so a value a
     // tenant drops, redacts or hashes never reaches the body either.
+    const liftedSite = resource.attributes[this.prefix + 'site_luid'];
     const lookup: ValueLookup = (n) => {
       switch (n) {
         case 'eventType':
@@ -335,14 +290,13 @@ export class RecordMapper {
       return attrs[this.bodyField(plan, family, n)];
     };
     const body = plan.body ? plan.body(lookup) : defaultBody(eventType, lookup);
-
     return {
       ok: true,
       record: {
-        timeUnixNano: time,
+        timeUnixNano: head.time,
         observedTimeUnixNano,
-        severityNumber: SEVERITY_NUMBER[severity],
-        severityText: severity,
+        severityNumber: SEVERITY_NUMBER[head.severity],
+        severityText: head.severity,
         eventName: plan.eventName,
         eventType,
         body,
@@ -352,17 +306,177 @@ export class RecordMapper {
     };
   }
 
+  /** Whether mapDirect() may be used: it does not apply overrides (they need the whole record). */
+  get supportsDirect(): boolean {
+    return !this.overrides.active;
+  }
+
+  /**
+   * The same mapping as map(), written straight into a record writer (e.g. a protobuf encoder)
+   * without building the record object: for tenants without attribute overrides. A test checks
+   * that both paths give identical output for every event type.
+   */
+  mapDirect(value: unknown, line: number, ctx: ObjectMappingContext, observedTimeUnixNano: bigint, out: DirectRecordWriter): MapResult | DirectMapped {
+    const captured = this.captured;
+    captured.clear();
+    let wanted: Map<string, string> | undefined;
+    const sink: AttributeSink = {
+      has: (name) => out.has(name),
+      set: (name, v) => {
+        out.attr(name, v);
+        if (wanted !== undefined && wanted.has(name)) captured.set(name, v);
+      },
+    };
+    const head = this.mapInto(value, line, ctx, sink, (plan, family, resource, time, severity) => {
+      wanted = this.bodyWanted(plan, family);
+      out.begin(resource, time, observedTimeUnixNano, SEVERITY_NUMBER[severity], severity, plan.eventName);
+    });
+    if (!head.ok) return head;
+    const { eventType, plan, family, resource, rec } = head;
+    const liftedSite = resource.attributes[this.prefix + 'site_luid'];
+    const lookup: ValueLookup = (n) => {
+      switch (n) {
+        case 'eventType':
+          return eventType;
+        case 'eventTime':
+          return rec.eventTime;
+        case 'siteLuid':
+          return captured.get(this.bodyField(plan, family, n)) ?? liftedSite;
+        case 'requestUri': {
+          const path = captured.get(ATTR_URL_PATH);
+          const query = captured.get(ATTR_URL_QUERY);
+          return path === undefined ? undefined : query === undefined ? path : `${String(path)}?${String(query)}`;
+        }
+      }
+      return captured.get(this.bodyField(plan, family, n));
+    };
+    out.end(plan.body ? plan.body(lookup) : defaultBody(eventType, lookup));
+    return { ok: true, direct: true, eventType, timeUnixNano: head.time };
+  }
+
+  private readonly captured = new Map<string, AttrValue>();
+
+  /** Output names a body template reads (so mapDirect keeps their values). */
+  private bodyWanted(plan: TypePlan, family: Family): Map<string, string> {
+    let w = plan.bodyWantedByFamily[family];
+    if (!w) {
+      w = new Map();
+      const fields = plan.entry?.body ? templateFields(plan.entry.body) : DEFAULT_BODY_FIELDS;
+      for (const n of fields) {
+        if (n === 'eventType' || n === 'eventTime') continue;
+        if (n === 'requestUri') {
+          w.set(ATTR_URL_PATH, n);
+          w.set(ATTR_URL_QUERY, n);
+        } else w.set(this.bodyField(plan, family, n), n);
+      }
+      plan.bodyWantedByFamily[family] = w;
+    }
+    return w;
+  }
+
+  /**
+   * The mapping rules, emitting attributes into a sink. `onHead` runs once the record's
+   * timestamp, severity and resource are known, before the first attribute.
+   */
+  private mapInto(
+    value: unknown,
+    line: number,
+    ctx: ObjectMappingContext,
+    sink: AttributeSink,
+    onHead?: (plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity) => void,
+  ): { ok: false; reason: string; dropped?: true } | { ok: true; time: bigint; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: Record<string, unknown> } {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      return { ok: false, reason: `not a JSON object (${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value})` };
+    }
+    const rec = value as Record<string, unknown>;
+    const time = parseEventTime(rec.eventTime);
+    if (time === undefined) {
+      return { ok: false, reason: rec.eventTime == null ? 'missing eventTime' : `unparseable eventTime ${JSON.stringify(String(rec.eventTime)).slice(0, 80)}` };
+    }
+    const recordType = typeof rec.eventType === 'string' && rec.eventType !== '' ? rec.eventType : undefined;
+    const eventType = ctx.keyInfo.eventType ?? recordType ?? UNKNOWN_EVENT_TYPE;
+    const plan = this.plan(eventType);
+    if (!plan.keep) return { ok: false, reason: `event type ${eventType} dropped by the tenant's overrides`, dropped: true };
+    if (!plan.entry) this.drifted(this.drift.unknownEventTypes, 'eventType', eventType);
+    const family: Family = plan.family ?? guessFamily(rec);
+
+    const siteLuid = typeof rec.siteLuid === 'string' ? rec.siteLuid : ctx.keyInfo.siteLuid;
+    const resource = this.resourceFor(family, siteLuid, ctx.keyInfo);
+
+    let severity: Severity = 'INFO';
+    const outcome = rec.eventOutcome;
+    const failedOutcome = typeof outcome === 'string' ? this.outcomeSeverity.get(outcome) : undefined;
+    if (failedOutcome) severity = failedOutcome;
+    for (const rule of this.failureFields) {
+      const v = rec[rule.field];
+      if (v === undefined || v === null) continue;
+      const hit = rule.lower !== undefined ? typeof v === 'string' && v.toLowerCase() === rule.lower : v === rule.equals;
+      if (hit && SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
+    }
+    if (plan.severity) severity = plan.severity;
+    onHead?.(plan, family, resource, time, severity);
+
+    const uid = typeof rec.eventId === 'string' && rec.eventId !== '' ? rec.eventId : `${ctx.uidPrefix}:${line}`;
+    sink.set(ATTR_LOG_RECORD_UID, uid);
+    sink.set(ATTR_EVENT_TYPE, eventType);
+    for (const [k, v] of plan.derived) sink.set(k, v);
+    if (plan.target) this.setTarget(sink, plan.target, rec);
+    if (failedOutcome) sink.set(ATTR_ERROR_TYPE, outcome as string);
+
+    const routes = plan.routes[family];
+    const liftedSite = resource.attributes[this.prefix + 'site_luid'];
+    for (const k in rec) {
+      const v = rec[k];
+      if (v === null || v === undefined) continue;
+      const r = routes.get(k) ?? this.route(plan, family, k);
+      if (r.unknown) this.drifted(this.drift.unknownAttributes, 'attribute', `${eventType}.${k}`);
+      switch (r.kind) {
+        case ROUTE_SKIP:
+          continue; // eventTime: the record's timestamp
+        case ROUTE_SEMCONV:
+          if (!sink.has(r.name)) {
+            sink.set(r.name, v as AttrValue);
+            continue;
+          }
+          break;
+        case ROUTE_REQUEST_URI:
+          if (typeof v === 'string' && !sink.has(ATTR_URL_PATH)) {
+            const q = v.indexOf('?');
+            sink.set(ATTR_URL_PATH, q === -1 ? v : v.slice(0, q));
+            if (q !== -1) sink.set(ATTR_URL_QUERY, v.slice(q + 1));
+            continue;
+          }
+          break;
+        case ROUTE_URL_FULL:
+          if (typeof v === 'string' && !sink.has(ATTR_URL_FULL)) {
+            sink.set(ATTR_URL_FULL, v);
+            continue;
+          }
+          break;
+        default:
+          if (k === 'siteLuid' && v === liftedSite) continue; // lifted to the resource
+          if (k === 'eventType' && v === eventType) continue; // same as tableau.event_type
+          sink.set(sink.has(r.name) ? RAW_ATTRIBUTE_PREFIX + k : r.name, v as AttrValue);
+          continue;
+      }
+      // the usual name is taken on this record: keep the value under its own generic name
+      const name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
+      sink.set(sink.has(name) ? RAW_ATTRIBUTE_PREFIX + k : name, v as AttrValue);
+    }
+    return { ok: true, time, severity, eventType, plan, family, resource, rec };
+  }
+
   /** Where a source attribute lands by default (semantic-convention move, catalog rename, or tableau.<snake>). */
   private outputNameOf(family: Family, plan: TypePlan, source: string): string {
     if (source === 'initiatingUrl') return ATTR_URL_FULL;
     return this.semconv[family].get(source) ?? plan.renames.get(source) ?? this.prefix + snakeCase(source);
   }
 
-  private setTarget(attrs: Record<string, AttrValue>, target: NonNullable<EventTypeEntry['target']>, rec: Record<string, unknown>): void {
+  private setTarget(sink: AttributeSink, target: NonNullable<EventTypeEntry['target']>, rec: Record<string, unknown>): void {
     const put = (name: string, spec: string | undefined): void => {
       if (!spec) return;
       const v = firstOf(rec, spec);
-      if (v !== undefined) attrs[name] = typeof v === 'string' ? v : JSON.stringify(v);
+      if (v !== undefined) sink.set(name, typeof v === 'string' ? v : JSON.stringify(v));
     };
     put(ATTR_TARGET_ID, target.id);
     put(ATTR_TARGET_NAME, target.name);

@@ -1,0 +1,112 @@
+/**
+ * The fast path (RecordMapper.mapDirect writing OTLP protobuf as it maps) must produce exactly
+ * what the object path (map() then encodeLogsRequest) produces: both are decoded here by the
+ * test receiver's independent protobuf decoder and compared record by record, for every event
+ * type of the catalog, the bundled examples and awkward values.
+ */
+import { describe, it, expect } from 'vitest';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { join } from 'node:path';
+import { loadCatalog } from '../src/mapping/catalog.js';
+import { RecordMapper } from '../src/mapping/record-mapper.js';
+import { parseObjectKey } from '../src/decoding/object-key.js';
+import { encodeLogsRequest, DirectLogsRequestWriter } from '../src/export/otlp-protobuf-encoder.js';
+import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
+import type { MappedLogRecord } from '../src/mapping/log-record.js';
+import { REPO_ROOT } from './support/cli-process.js';
+
+const catalog = loadCatalog();
+const scope = { name: 'tableau-activity-otel', version: '9.9.9' };
+const OBSERVED = 1_796_000_000_123_456_789n;
+
+function both(items: Array<{ key: string; value: unknown; line: number }>) {
+  const objectMapper = new RecordMapper(catalog, { tenantId: 't1' });
+  const directMapper = new RecordMapper(catalog, { tenantId: 't1' });
+  const records: MappedLogRecord[] = [];
+  const writer = new DirectLogsRequestWriter(scope);
+  for (const { key, value, line } of items) {
+    const ctx = { keyInfo: parseObjectKey(key), uidPrefix: 'abc' };
+    const a = objectMapper.map(value, line, ctx, OBSERVED);
+    const b = directMapper.mapDirect(value, line, ctx, OBSERVED, writer);
+    expect(b.ok, JSON.stringify(value).slice(0, 200)).toBe(a.ok);
+    if (a.ok) records.push(a.record);
+  }
+  const viaObjects = decodeOtlpLogsBody(encodeLogsRequest(records, scope), 'protobuf');
+  const direct = writer.finish();
+  const viaDirect = direct ? decodeOtlpLogsBody(direct, 'protobuf') : [];
+  return { viaObjects, viaDirect };
+}
+
+const canon = (x: unknown) => JSON.stringify(x, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? [...v] : v));
+
+function valueOf(type: string, name: string, i: number): unknown {
+  switch (type) {
+    case 'integer':
+    case 'long':
+      return 1000 + i;
+    case 'boolean':
+      return i % 2 === 0;
+    case 'float':
+      return 2.5;
+    default:
+      return name === 'eventTime' ? '2026-11-29T10:11:12.123456789Z' : name === 'eventOutcome' ? (i % 3 === 0 ? 'client_error' : 'success') : `${name}-value-${i}`;
+  }
+}
+
+describe('direct OTLP protobuf path = object path', () => {
+  it('for a record of every one of the 270 event types', () => {
+    const items = [...catalog.eventTypes.values()].map((entry, i) => {
+      const value: Record<string, unknown> = {};
+      let j = 0;
+      for (const [name, attr] of entry.allAttributes) value[name] = valueOf(attr.type, name, i + j++);
+      const key = entry.family === 'site' ? `pod=p1/siteLuid=s-${i % 3}/y=2026/m=11/d=29/h=10/eventType=${entry.eventType}/f.txt` : `tenant=t/y=2026/m=11/d=29/h=10/eventType=${entry.eventType}/f.txt`;
+      return { key, value, line: i + 1 };
+    });
+    const { viaObjects, viaDirect } = both(items);
+    expect(viaObjects.length).toBe(270);
+    expect(viaDirect.length).toBe(270);
+    const sort = (xs: typeof viaObjects) => xs.map(canon).sort();
+    expect(sort(viaDirect)).toEqual(sort(viaObjects));
+  });
+
+  it('for the bundled example tree', () => {
+    const root = join(REPO_ROOT, 'examples', 'activity-log');
+    const items: Array<{ key: string; value: unknown; line: number }> = [];
+    (function walk(dir: string) {
+      for (const e of readdirSync(dir)) {
+        const p = join(dir, e);
+        if (statSync(p).isDirectory()) walk(p);
+        else if (p.endsWith('.txt')) {
+          let b = readFileSync(p);
+          if (b[0] === 0x1f && b[1] === 0x8b) b = gunzipSync(b);
+          b.toString('utf8').split(/\r?\n/).forEach((l, n) => {
+            if (l.trim()) items.push({ key: p.slice(root.length + 1), value: JSON.parse(l), line: n + 1 });
+          });
+        }
+      }
+    })(root);
+    const { viaObjects, viaDirect } = both(items);
+    expect(viaDirect.length).toBe(410);
+    expect(viaDirect.map(canon).sort()).toEqual(viaObjects.map(canon).sort());
+  });
+
+  it('for awkward values: collisions, unknown types and attributes, nesting, numbers, unicode, long strings', () => {
+    const key = 'pod=p/siteLuid=s/y=2026/m=11/d=29/h=10/eventType=vizql_http_request/f.txt';
+    const items = [
+      { eventTime: '2026-11-29T10:00:00Z', ipAddress: '10.0.0.1', sourceIp: '10.0.0.2', workbookLuid: 'a', workbook_luid: 'b', eventType: 'other' },
+      { eventTime: '2026-11-29T10:00:00.5Z', nested: { a: [1, -2, 3.5, null, { deep: { deeper: ['x'] } }], e: {} }, big: 2 ** 53 - 1, neg: -42, negBig: -(2 ** 40), dbl: 1e-7, t: true, f: false },
+      { eventTime: '2026-11-29T10:00:00.123Z', s1: 'é'.repeat(42), s2: 'é'.repeat(43), s3: '😀'.repeat(30), s4: 'x'.repeat(5000), lone: '\ud800x', requestUri: '/a/b?c=d&e=ü', method: 'GET' },
+      { eventTime: '2026-11-29T10:00:00Z', eventOutcome: 'internal_error', isError: true, status: 'failure', actorUserLuid: 'u1' },
+    ].map((value, i) => ({ key, value, line: i + 1 }));
+    items.push({ key: 'no/layout/file.txt', value: { eventTime: '2026-11-29T10:00:00Z', eventType: 'brand_new_type', x: 1 }, line: 9 });
+    items.push({ key, value: { eventTime: 'garbage' } as never, line: 10 });
+    items.push({ key, value: [1, 2] as never, line: 11 });
+    const { viaObjects, viaDirect } = both(items);
+    expect(viaDirect.length).toBe(5);
+    expect(viaDirect.map(canon).sort()).toEqual(viaObjects.map(canon).sort());
+    const raw = viaDirect.find((r) => r.attributes['tableau.raw.workbook_luid'] !== undefined)!;
+    expect(raw.attributes['tableau.workbook_luid']).toBe('a');
+    expect(raw.attributes['tableau.raw.eventType']).toBe('other');
+  });
+});
