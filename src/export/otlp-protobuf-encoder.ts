@@ -315,6 +315,31 @@ function logRecord(w: ProtoWriter, r: MappedLogRecord): void {
   w.string(r.eventName);
 }
 
+/** Opens ResourceLogs{resource, ScopeLogs{scope, …}}: the log records follow. */
+function beginResourceLogs(w: ProtoWriter, resource: ResourceDescriptor, scope: InstrumentationScopeInfo): [number, number] {
+  w.byte(T_REQ_RESOURCE_LOGS);
+  const rl = w.begin();
+  w.byte(T_RL_RESOURCE);
+  const res = w.begin();
+  attributes(w, T_RES_ATTRIBUTES, resource.attributes);
+  w.end(res);
+  w.byte(T_RL_SCOPE_LOGS);
+  const sl = w.begin();
+  w.byte(T_SL_SCOPE);
+  const sc = w.begin();
+  w.byte(T_SCOPE_NAME);
+  w.string(scope.name);
+  w.byte(T_SCOPE_VERSION);
+  w.string(scope.version);
+  w.end(sc);
+  return [rl, sl];
+}
+
+function endResourceLogs(w: ProtoWriter, [rl, sl]: [number, number]): void {
+  w.end(sl);
+  w.end(rl);
+}
+
 /** Groups records by resource (first-seen order) and encodes one ExportLogsServiceRequest. */
 export function encodeLogsRequest(records: readonly MappedLogRecord[], scope: InstrumentationScopeInfo, w: ProtoWriter = new ProtoWriter()): Uint8Array {
   w.reset();
@@ -325,29 +350,14 @@ export function encodeLogsRequest(records: readonly MappedLogRecord[], scope: In
     else groups.set(r.resource.key, [r]);
   }
   for (const group of groups.values()) {
-    w.byte(T_REQ_RESOURCE_LOGS);
-    const rl = w.begin();
-    w.byte(T_RL_RESOURCE);
-    const res = w.begin();
-    attributes(w, T_RES_ATTRIBUTES, group[0]!.resource.attributes);
-    w.end(res);
-    w.byte(T_RL_SCOPE_LOGS);
-    const sl = w.begin();
-    w.byte(T_SL_SCOPE);
-    const sc = w.begin();
-    w.byte(T_SCOPE_NAME);
-    w.string(scope.name);
-    w.byte(T_SCOPE_VERSION);
-    w.string(scope.version);
-    w.end(sc);
+    const open = beginResourceLogs(w, group[0]!.resource, scope);
     for (const r of group) {
       w.byte(T_SL_LOG_RECORDS);
       const lr = w.begin();
       logRecord(w, r);
       w.end(lr);
     }
-    w.end(sl);
-    w.end(rl);
+    endResourceLogs(w, open);
   }
   return w.take();
 }
@@ -424,24 +434,9 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     for (const g of this.groups.values()) size += g.w.pos;
     const out = new ProtoWriter(size + 4096);
     for (const { resource, w } of this.groups.values()) {
-      out.byte(T_REQ_RESOURCE_LOGS);
-      const rl = out.begin();
-      out.byte(T_RL_RESOURCE);
-      const res = out.begin();
-      attributes(out, T_RES_ATTRIBUTES, resource.attributes);
-      out.end(res);
-      out.byte(T_RL_SCOPE_LOGS);
-      const sl = out.begin();
-      out.byte(T_SL_SCOPE);
-      const sc = out.begin();
-      out.byte(T_SCOPE_NAME);
-      out.string(this.scope.name);
-      out.byte(T_SCOPE_VERSION);
-      out.string(this.scope.version);
-      out.end(sc);
+      const open = beginResourceLogs(out, resource, this.scope);
       out.raw(w.buf, w.pos);
-      out.end(sl);
-      out.end(rl);
+      endResourceLogs(out, open);
     }
     return out.take();
   }

@@ -268,27 +268,11 @@ export class RecordMapper {
     };
     const head = this.mapInto(value, line, ctx, sink);
     if (!head.ok) return head;
-    const { eventType, plan, family, resource, rec } = head;
+    const { eventType, plan, resource } = head;
     if (this.overrides.active) this.overrides.applyToAttributes(attrs);
     // The body is rendered from the attributes as they leave (after the overrides), so a value a
     // tenant drops, redacts or hashes never reaches the body either.
-    const liftedSite = resource.attributes[this.prefix + 'site_luid'];
-    const lookup: ValueLookup = (n) => {
-      switch (n) {
-        case 'eventType':
-          return eventType;
-        case 'eventTime':
-          return rec.eventTime;
-        case 'siteLuid':
-          return attrs[this.bodyField(plan, family, n)] ?? liftedSite;
-        case 'requestUri': {
-          const path = attrs[this.overrides.outputName(ATTR_URL_PATH)];
-          const query = attrs[this.overrides.outputName(ATTR_URL_QUERY)];
-          return path === undefined ? undefined : query === undefined ? path : `${String(path)}?${String(query)}`;
-        }
-      }
-      return attrs[this.bodyField(plan, family, n)];
-    };
+    const lookup = this.bodyLookup(head, (name) => attrs[name]);
     const body = plan.body ? plan.body(lookup) : defaultBody(eventType, lookup);
     return {
       ok: true,
@@ -332,29 +316,34 @@ export class RecordMapper {
       out.begin(resource, time, observedTimeUnixNano, SEVERITY_NUMBER[severity], severity, plan.eventName);
     });
     if (!head.ok) return head;
+    const { eventType, plan } = head;
+    const lookup = this.bodyLookup(head, (name) => captured.get(name));
+    out.end(plan.body ? plan.body(lookup) : defaultBody(eventType, lookup));
+    return { ok: true, direct: true, eventType, timeUnixNano: head.time };
+  }
+
+  private readonly captured = new Map<string, AttrValue>();
+
+  /** Body placeholders → values of the attributes as emitted (`read` by output name). */
+  private bodyLookup(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: Record<string, unknown> }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
     const { eventType, plan, family, resource, rec } = head;
-    const liftedSite = resource.attributes[this.prefix + 'site_luid'];
-    const lookup: ValueLookup = (n) => {
+    return (n) => {
       switch (n) {
         case 'eventType':
           return eventType;
         case 'eventTime':
           return rec.eventTime;
         case 'siteLuid':
-          return captured.get(this.bodyField(plan, family, n)) ?? liftedSite;
+          return read(this.bodyField(plan, family, n)) ?? resource.attributes[this.prefix + 'site_luid'];
         case 'requestUri': {
-          const path = captured.get(ATTR_URL_PATH);
-          const query = captured.get(ATTR_URL_QUERY);
+          const path = read(this.overrides.outputName(ATTR_URL_PATH));
+          const query = read(this.overrides.outputName(ATTR_URL_QUERY));
           return path === undefined ? undefined : query === undefined ? path : `${String(path)}?${String(query)}`;
         }
       }
-      return captured.get(this.bodyField(plan, family, n));
+      return read(this.bodyField(plan, family, n));
     };
-    out.end(plan.body ? plan.body(lookup) : defaultBody(eventType, lookup));
-    return { ok: true, direct: true, eventType, timeUnixNano: head.time };
   }
-
-  private readonly captured = new Map<string, AttrValue>();
 
   /** Output names a body template reads (so mapDirect keeps their values). */
   private bodyWanted(plan: TypePlan, family: Family): Map<string, string> {
