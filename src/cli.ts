@@ -7,6 +7,7 @@ import { runCommand, EXIT_CONFIG } from './daemon/run-command.js';
 import { mapCommand } from './daemon/map-command.js';
 import { validateCommand } from './daemon/validate-command.js';
 import { parseDuration } from './util/duration.js';
+import { parseListenAddress } from './daemon/http-server.js';
 import { stringify } from 'yaml';
 
 const program = new Command();
@@ -23,6 +24,8 @@ interface RunFlags {
   tenant: string;
   grace: string;
   retryFor?: string;
+  listen?: string;
+  progressInterval: string;
 }
 
 /** `--source DIR` with `--otlp-endpoint`/`--output`: a one-tenant config built from flags. */
@@ -53,18 +56,24 @@ program
   .option('--tenant <id>', 'without --config: tenant id', 'default')
   .option('--grace <duration>', 'time in-flight batches get after SIGTERM/SIGINT', '30s')
   .option('--retry-for <duration>', 'how long a batch is retried before the destination counts as unreachable')
+  .option('--listen <address>', 'serve /healthz, /readyz and /metrics on host:port (default: server.address, else TAO_LISTEN, else 127.0.0.1:9464; with --once: only when given)')
+  .option('--progress-interval <duration>', 'with --once when stderr is not a terminal: a progress line per source this often (0: none)', '10s')
   .action(async (flags: RunFlags) => {
     const log = createLogger();
     let loaded: LoadedConfig;
+    let adjust: ((l: LoadedConfig) => void) | undefined;
     try {
+      if (flags.retryFor) {
+        const ms = parseDuration(flags.retryFor);
+        if (ms === undefined) throw new Error(`--retry-for: not a duration: ${flags.retryFor}`);
+        adjust = (l) => {
+          l.config.pipeline.retryFor = ms;
+        };
+      }
       if (flags.config) loaded = loadConfig(flags.config);
       else if (flags.source) loaded = configFromFlags(flags);
       else throw new Error('give --config FILE, or --source DIR with --otlp-endpoint URL or --output FILE');
-      if (flags.config && flags.retryFor) {
-        const ms = parseDuration(flags.retryFor);
-        if (ms === undefined) throw new Error(`--retry-for: not a duration: ${flags.retryFor}`);
-        loaded.config.pipeline.retryFor = ms;
-      }
+      if (flags.listen !== undefined && !parseListenAddress(flags.listen)) throw new Error(`--listen: not an address: ${flags.listen} (use host:port, e.g. 0.0.0.0:9464)`);
     } catch (err) {
       process.stderr.write(`${(err as Error).message}\n`);
       process.exitCode = EXIT_CONFIG;
@@ -76,8 +85,29 @@ program
       process.exitCode = EXIT_CONFIG;
       return;
     }
+    const progressIntervalMs = parseDuration(flags.progressInterval);
+    if (progressIntervalMs === undefined) {
+      process.stderr.write(`--progress-interval: not a duration: ${flags.progressInterval}\n`);
+      process.exitCode = EXIT_CONFIG;
+      return;
+    }
+    const file = flags.config;
     try {
-      process.exitCode = await runCommand(loaded, { once: !!flags.once, graceMs }, log);
+      process.exitCode = await runCommand(
+        loaded,
+        {
+          once: !!flags.once,
+          graceMs,
+          progressIntervalMs,
+          ...(flags.listen !== undefined ? { listen: flags.listen } : {}),
+          ...(adjust ? { adjust } : {}),
+          ...(file ? { reload: () => loadConfig(file) } : {}),
+        },
+        log,
+      );
+      // requests abandoned at the end of the grace period (a destination that does not answer)
+      // must not keep the process alive; every log line and record was written synchronously
+      process.exit(process.exitCode);
     } catch (err) {
       // configuration problems found while starting (mapping files, overrides): clear message, no stack
       if (err instanceof Error && (err.name === 'FileError' || err.name === 'CatalogError')) {

@@ -2,6 +2,7 @@
  * The daemon's configuration file (YAML, validated with zod, `${VAR}` from the environment):
  *
  *   state: { dir: ./.state }
+ *   server: { address: 127.0.0.1:9464 }      # /healthz, /readyz, /metrics (or enabled: false)
  *   tenants:
  *     - id: acme
  *       sources:      [ { type: directory, path: ./examples/activity-log } ]
@@ -17,6 +18,7 @@ import { destinationConfigSchema } from '../export/destination-registry.js';
 import { FileError, parseYaml, positionOf, formatPath, validateYaml } from '../util/yaml-file.js';
 import { substituteEnv, type SubstitutionProblem } from './env-substitution.js';
 import { durationSchema } from '../util/duration.js';
+import { parseListenAddress } from './http-server.js';
 
 /** Tenant ids name directories under the state dir: no path separators, no dot names. */
 export const tenantIdSchema = z
@@ -48,12 +50,29 @@ export const pipelineConfigSchema = z
   })
   .strict();
 
+/** `host:port` the HTTP endpoints (/healthz, /readyz, /metrics) listen on. */
+export const listenAddressSchema = z.string().refine((v) => parseListenAddress(v) !== undefined, {
+  message: 'an address is host:port, e.g. 127.0.0.1:9464, 0.0.0.0:9464, [::]:9464 or :9464 (every interface)',
+});
+
+export const serverConfigSchema = z
+  .object({
+    /** false: no HTTP endpoints. */
+    enabled: z.boolean().default(true),
+    /** Default: the TAO_LISTEN environment variable, else 127.0.0.1:9464. `--listen` overrides it. */
+    address: listenAddressSchema.optional(),
+  })
+  .strict();
+export type ServerConfig = z.infer<typeof serverConfigSchema>;
+
 export const configSchema = z
   .object({
     state: z.object({ dir: z.string().min(1).default('./.state') }).strict().default({ dir: './.state' }),
     /** A directory of mapping files to use instead of the bundled `mappings/`. */
     mappingsDir: z.string().min(1).optional(),
     pipeline: pipelineConfigSchema.default(() => pipelineConfigSchema.parse({})),
+    /** The HTTP endpoints of `run` (not of `run --once`, unless `--listen` is given). */
+    server: serverConfigSchema.default({ enabled: true }),
     tenants: z.array(tenantConfigSchema).min(1, 'at least one tenant is needed'),
   })
   .strict()

@@ -1,100 +1,179 @@
 /**
  * `run`: the daemon (poll forever) or `run --once` (read what is there, export, wait for the
- * acknowledgements, save checkpoints, exit). SIGTERM/SIGINT stop reading, let in-flight
- * batches finish within the grace period, save checkpoints and exit 0; a second signal exits
- * at once.
+ * acknowledgements, save checkpoints, exit).
+ *
+ * - SIGTERM/SIGINT: stop reading, let in-flight batches finish within the grace period, save
+ *   checkpoints, exit 0 (at the latest when the grace period ends). A second signal exits at
+ *   once (128 + the signal's number).
+ * - SIGHUP: read the configuration file again and apply it (see Daemon.reload); an invalid file
+ *   keeps the running configuration.
+ * - The HTTP endpoints (/healthz, /readyz, /metrics) in daemon mode, or with `--listen`.
+ * - `--once`: a progress display (bars on a terminal, periodic lines otherwise).
  */
-import { resolve } from 'node:path';
 import type { LoadedConfig } from './config.js';
-import { loadCatalog } from '../mapping/catalog.js';
-import { TenantRuntime } from './tenant-runtime.js';
-import { DEFAULT_PIPELINE_SETTINGS, DestinationUnavailableError, type PipelineSettings } from '../pipeline/source-runner.js';
 import type { Logger } from './logger.js';
-import { connectorScope } from './version.js';
-import { availableParallelism } from 'node:os';
-import { EncodeWorkerPool } from '../pipeline/worker-pool.js';
-import { loadTenantOverrides, overridesPath } from './tenant-runtime.js';
+import { routeProcessWarnings } from './logger.js';
 import { DaemonMetrics } from './metrics.js';
+import { Daemon, pipelineSettings as daemonPipelineSettings } from './daemon.js';
+import { DEFAULT_LISTEN_ADDRESS, ListenError, parseListenAddress, startHttpServer, type RunningHttpServer } from './http-server.js';
+import { ProgressReporter } from './progress.js';
+import { stderrStatusArea } from './terminal.js';
+import { scrubSecrets } from './secrets.js';
 
 export interface RunOptions {
   once: boolean;
   metrics?: DaemonMetrics;
   /** Milliseconds in-flight batches get after a stop signal. */
   graceMs: number;
+  /** `--listen`: serve the endpoints on this address (also with --once). */
+  listen?: string;
+  /** `run --once` progress lines when stderr is not a terminal, every this many ms (0: none). */
+  progressIntervalMs?: number;
+  /** Read the configuration again (SIGHUP); absent when there is no file to read. */
+  reload?: () => LoadedConfig;
+  /** Applied to every configuration loaded (command-line overrides). */
+  adjust?: (loaded: LoadedConfig) => void;
+  env?: NodeJS.ProcessEnv;
 }
 
 export const EXIT_OK = 0;
 export const EXIT_DESTINATION_UNAVAILABLE = 1;
 export const EXIT_CONFIG = 2;
-const ONCE_DEFAULT_RETRY_MS = 5 * 60_000;
+export const pipelineSettings = daemonPipelineSettings;
 
-export function pipelineSettings(loaded: LoadedConfig, once: boolean): PipelineSettings {
-  const p = loaded.config.pipeline;
-  return {
-    ...DEFAULT_PIPELINE_SETTINGS,
-    batchSize: p.batchSize,
-    maxBatchBytes: p.maxBatchBytes,
-    maxInFlightBatches: p.maxInFlightBatches,
-    maxLineBytes: p.maxLineBytes,
-    checkpointIntervalMs: p.checkpointInterval,
-    retry: { ...DEFAULT_PIPELINE_SETTINGS.retry, maxElapsedMs: p.retryFor ?? (once ? ONCE_DEFAULT_RETRY_MS : Infinity) },
-  };
+const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = { SIGINT: 2, SIGTERM: 15 };
+
+/** Where the endpoints listen: `--listen`, else (daemon mode) `server.address`, `TAO_LISTEN`, 127.0.0.1:9464. */
+export function listenAddress(loaded: LoadedConfig, options: Pick<RunOptions, 'once' | 'listen' | 'env'>): string | undefined {
+  if (options.listen) return options.listen;
+  const server = loaded.config.server;
+  if (options.once || !server.enabled) return undefined;
+  return server.address ?? (options.env ?? process.env).TAO_LISTEN ?? DEFAULT_LISTEN_ADDRESS;
 }
 
 export async function runCommand(loaded: LoadedConfig, options: RunOptions, log: Logger): Promise<number> {
-  const { config, baseDir } = loaded;
-  const mappingsDir = config.mappingsDir ? resolve(baseDir, config.mappingsDir) : undefined;
-  const catalog = loadCatalog(mappingsDir);
-  for (const t of config.tenants) loadTenantOverrides(t, baseDir, catalog); // fail early, with file and line
-  const stateDir = resolve(baseDir, config.state.dir);
-  const settings = pipelineSettings(loaded, options.once);
-  const scope = connectorScope();
-  const workers = config.pipeline.workers ?? Math.max(1, Math.min(4, availableParallelism()));
-  const pool = new EncodeWorkerPool(workers, {
-    catalog,
-    scope,
-    tenants: config.tenants.map((t) => {
-      const file = overridesPath(t, baseDir);
-      return file ? { id: t.id, overridesFile: file } : { id: t.id };
-    }),
-  });
+  const env = options.env ?? process.env;
   const metrics = options.metrics ?? new DaemonMetrics();
-  const tenants = config.tenants.map((t) => new TenantRuntime(t, { catalog, stateDir, baseDir, settings, scope, log, pool, metrics }));
+  const address = listenAddress(loaded, options);
+  const listen = address === undefined ? undefined : parseListenAddress(address);
+  if (address !== undefined && !listen) {
+    process.stderr.write(`not a listen address: ${address} (use host:port, e.g. 127.0.0.1:9464)\n`);
+    return EXIT_CONFIG;
+  }
+  const unrouteWarnings = routeProcessWarnings(log);
+  const daemon = new Daemon({
+    once: options.once,
+    graceMs: options.graceMs,
+    log,
+    metrics,
+    probeDestinations: listen !== undefined,
+    env,
+    ...(options.adjust ? { adjust: options.adjust } : {}),
+  });
 
-  const readAbort = new AbortController();
+  let started = false;
+  let stopRequested!: () => void;
+  const stopSignal = new Promise<void>((r) => (stopRequested = r));
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals): void => {
     signals++;
     if (signals > 1) {
       log.warn({ signal: sig }, 'second signal: exiting now');
-      process.exit(130);
+      process.exit(128 + (SIGNAL_NUMBERS[sig] ?? 1));
     }
     log.info({ signal: sig, graceMs: options.graceMs }, 'stopping: no new reads, finishing in-flight batches');
-    readAbort.abort();
-    setTimeout(() => tenants.forEach((t) => t.abortDeliveries()), options.graceMs).unref();
+    setTimeout(() => {
+      log.error({ graceMs: options.graceMs }, 'could not stop within the grace period: exiting now (unacknowledged batches are sent again at the next start)');
+      process.exit(1);
+    }, options.graceMs).unref();
+    void daemon.stop();
+    stopRequested();
+  };
+  const onHangup = (): void => {
+    if (options.once) {
+      log.info({}, 'SIGHUP ignored: run --once does not reload its configuration');
+      return;
+    }
+    if (!started) {
+      log.warn({}, 'SIGHUP ignored: still starting');
+      return;
+    }
+    if (!options.reload) {
+      log.warn({}, 'SIGHUP ignored: there is no configuration file to read again (started without --config)');
+      return;
+    }
+    log.info({ file: daemon.configFile }, 'SIGHUP: reloading the configuration');
+    void daemon.reload(options.reload);
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('SIGHUP', onHangup);
+  const removeHandlers = (): void => {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    process.off('SIGHUP', onHangup);
+    unrouteWarnings();
+  };
 
-  log.info({ tenants: tenants.map((t) => t.id), once: options.once, stateDir, eventTypes: catalog.eventTypes.size, workers }, 'started');
-  const started = Date.now();
-  const results = await Promise.allSettled(tenants.map((t) => (options.once ? t.runOnce(readAbort.signal) : t.run(readAbort.signal))));
-  let exit = EXIT_OK;
-  results.forEach((r, i) => {
-    const t = tenants[i]!;
-    if (r.status === 'rejected') {
-      exit = EXIT_DESTINATION_UNAVAILABLE;
-      const err = r.reason as Error;
-      log.error({ tenant: t.id, err: err.message, kind: err instanceof DestinationUnavailableError ? 'destination' : 'pipeline' }, 'tenant stopped with an error');
+  let server: RunningHttpServer | undefined;
+  if (listen) {
+    metrics.enableDefaultMetrics();
+    try {
+      server = await startHttpServer(
+        listen,
+        {
+          readiness: () => daemon.readiness(),
+          metrics: async () => {
+            daemon.refreshGauges();
+            return { contentType: metrics.registry.contentType, text: await metrics.registry.metrics() };
+          },
+        },
+        log,
+      );
+    } catch (err) {
+      if (!(err instanceof ListenError)) throw err;
+      log.error({ err: err.message }, 'cannot start the HTTP endpoints');
+      removeHandlers();
+      return EXIT_CONFIG;
     }
-  });
-  for (const t of tenants) await t.close();
-  await pool.close();
-  for (const t of tenants) {
-    const s = t.stats;
+    log.info({ address: server.address }, 'serving /healthz, /readyz and /metrics');
+  }
+
+  try {
+    daemon.start(loaded);
+  } catch (err) {
+    // configuration problems found while starting (mapping files, overrides, sources, destinations): clear message, no stack
+    process.stderr.write(scrubSecrets(`${(err as Error).message}\n`));
+    await server?.close();
+    removeHandlers();
+    return EXIT_CONFIG;
+  }
+
+  started = true;
+  let progress: ProgressReporter | undefined;
+  if (options.once) {
+    const tty = process.stderr.isTTY === true;
+    progress = new ProgressReporter(() => daemon.sourceProgress(), {
+      tty,
+      intervalMs: options.progressIntervalMs ?? 10_000,
+      log,
+      area: stderrStatusArea(),
+      colors: tty && !env.NO_COLOR,
+    });
+    if (tty || (options.progressIntervalMs ?? 10_000) > 0) progress.start();
+  }
+
+  const startedAt = Date.now();
+  let exit = EXIT_OK;
+  if (options.once) exit = await daemon.finished();
+  else await stopSignal;
+  await daemon.stop();
+  progress?.stop();
+
+  for (const { tenant, stats: s } of daemon.summaries()) {
     log.info(
       {
-        tenant: t.id,
+        tenant,
         objects: s.objectsRead,
         lines: s.linesRead,
         exported: s.recordsExported,
@@ -102,12 +181,12 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
         deadLetteredBatches: s.deadLetteredBatches,
         droppedByOverride: s.droppedByOverride,
         retries: s.retries,
-        seconds: (Date.now() - started) / 1000,
+        seconds: (Date.now() - startedAt) / 1000,
       },
       options.once ? 'run --once finished' : 'stopped',
     );
   }
-  process.off('SIGTERM', onSignal);
-  process.off('SIGINT', onSignal);
+  await server?.close();
+  removeHandlers();
   return exit;
 }

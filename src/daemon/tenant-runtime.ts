@@ -1,21 +1,25 @@
 /**
- * One tenant inside the process: its own mapper, destinations, checkpoint file and dead-letter
- * store under `<state>/<tenant>/`, and one runner per source. Nothing here is shared with other
- * tenants except the read-only catalog.
+ * One tenant inside the process: its own mapper overrides, destinations, checkpoint file and
+ * dead-letter store under `<state>/<tenant>/`, and one runner per source. Nothing here is shared
+ * with other tenants except the read-only catalog and the encode worker pool.
+ *
+ * Two phases: the constructor builds the sources and destinations (what a config reload
+ * validates before it stops anything); `open()` then reads the tenant's state and creates the
+ * runners, once no other instance of the tenant uses that state any more.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { TenantConfig } from './config.js';
 import type { Catalog } from '../mapping/catalog.js';
 import { checkOverridesAgainstCatalog, loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
-import { resolve } from 'node:path';
 import { createSource } from '../sources/source-registry.js';
-import { createDestination } from '../export/destination-registry.js';
+import type { Source } from '../sources/source.js';
+import { createDestination, type DestinationConfig } from '../export/destination-registry.js';
 import type { Destination } from '../export/destination.js';
 import type { InstrumentationScopeInfo } from '../mapping/log-record.js';
 import { CheckpointStore } from '../pipeline/checkpoint-store.js';
 import { DeadLetterStore } from '../pipeline/dead-letter-store.js';
 import { PipelineStats } from '../pipeline/pipeline-stats.js';
-import { CheckpointSaver, SourceRunner, type PipelineSettings } from '../pipeline/source-runner.js';
+import { CheckpointSaver, SourceRunner, type PipelineSettings, type TenantContext } from '../pipeline/source-runner.js';
 import type { Logger } from './logger.js';
 import { sourceMetrics, type DaemonMetrics } from './metrics.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
@@ -28,55 +32,95 @@ export interface TenantRuntimeOptions {
   scope: InstrumentationScopeInfo;
   log: Logger;
   metrics?: DaemonMetrics;
-  /** Shared by all tenants of the process; knows each tenant's overrides. */
-  pool: EncodeWorkerPool;
+  env?: NodeJS.ProcessEnv;
+  /** Wraps each destination as it is built (the daemon observes outcomes for /readyz). */
+  wrapDestination?(destination: Destination, config: DestinationConfig): Destination;
 }
+
+/** How long closing waits for a destination's own shutdown (requests it still has open are abandoned). */
+const DESTINATION_SHUTDOWN_MS = 1000;
 
 export class TenantRuntime {
   readonly id: string;
   readonly stats = new PipelineStats();
-  readonly runners: SourceRunner[];
+  readonly sources: Source[];
   readonly destinations: Destination[];
-  readonly deadLetters: DeadLetterStore;
-  readonly checkpoints: CheckpointSaver;
+  runners: SourceRunner[] = [];
+  deadLetters: DeadLetterStore | undefined;
+  checkpoints: CheckpointSaver | undefined;
+  private ctx: TenantContext | undefined;
   private readonly deliveryAbort = new AbortController();
   private readonly log: Logger;
+  private closed = false;
 
-  constructor(config: TenantConfig, options: TenantRuntimeOptions) {
+  constructor(
+    readonly config: TenantConfig,
+    private readonly options: TenantRuntimeOptions,
+  ) {
     this.id = config.id;
     this.log = options.log.child({ tenant: config.id });
-    const dir = join(options.stateDir, config.id);
-    this.deadLetters = new DeadLetterStore(join(dir, 'dead-letter'));
-    this.checkpoints = new CheckpointSaver(new CheckpointStore(dir), this.deadLetters, options.settings.checkpointIntervalMs, this.log);
-    this.destinations = config.destinations.map((d) => createDestination(d, { baseDir: options.baseDir, scope: options.scope }));
-    const ctx = {
-      tenantId: config.id,
-      pool: options.pool,
+    const built: { destinations: Destination[]; sources: Source[] } = { destinations: [], sources: [] };
+    try {
+      for (const d of config.destinations) {
+        const dest = createDestination(d, { baseDir: options.baseDir, scope: options.scope });
+        built.destinations.push(options.wrapDestination ? options.wrapDestination(dest, d) : dest);
+      }
+      const seen = new Set<string>();
+      for (const s of config.sources) {
+        // the metrics label is the source's id, known once it is built
+        const label = { id: s.type as string };
+        const source = createSource(s, {
+          baseDir: options.baseDir,
+          tenantId: config.id,
+          metrics: sourceMetrics(options.metrics, config.id, () => label.id),
+          log: this.log,
+          env: options.env ?? process.env,
+        });
+        label.id = source.id;
+        built.sources.push(source);
+        if (seen.has(source.id)) throw new Error(`tenant ${config.id}: two sources share the id '${source.id}'; give one a name`);
+        seen.add(source.id);
+      }
+    } catch (err) {
+      void disposeAll(built.destinations, built.sources);
+      throw err;
+    }
+    this.destinations = built.destinations;
+    this.sources = built.sources;
+  }
+
+  get isOpen(): boolean {
+    return this.ctx !== undefined;
+  }
+
+  /** Read the tenant's state (checkpoints, dead letters) and create the source runners. */
+  open(pool: EncodeWorkerPool): void {
+    if (this.ctx) return;
+    const { options } = this;
+    const dir = join(options.stateDir, this.id);
+    const deadLetters = new DeadLetterStore(join(dir, 'dead-letter'));
+    const checkpoints = new CheckpointSaver(new CheckpointStore(dir), deadLetters, options.settings.checkpointIntervalMs, this.log);
+    const ctx: TenantContext = {
+      tenantId: this.id,
+      pool,
       driftSeen: new Set<string>(),
       ...(options.metrics ? { metrics: options.metrics } : {}),
       destinations: this.destinations,
-      deadLetters: this.deadLetters,
-      checkpoints: this.checkpoints,
+      deadLetters,
+      checkpoints,
       stats: this.stats,
       log: this.log,
       settings: options.settings,
     };
-    const seen = new Set<string>();
-    this.runners = config.sources.map((s) => {
-      // the metrics label is the source's id, known once it is built
-      const label = { id: s.type as string };
-      const source = createSource(s, {
-        baseDir: options.baseDir,
-        tenantId: config.id,
-        metrics: sourceMetrics(options.metrics, config.id, () => label.id),
-        log: this.log,
-        env: process.env,
-      });
-      label.id = source.id;
-      if (seen.has(source.id)) throw new Error(`tenant ${config.id}: two sources share the id '${source.id}'; give one a name`);
-      seen.add(source.id);
-      return new SourceRunner(source, ctx, this.deliveryAbort.signal);
-    });
+    this.runners = this.sources.map((s) => new SourceRunner(s, ctx, this.deliveryAbort.signal));
+    this.deadLetters = deadLetters;
+    this.checkpoints = checkpoints;
+    this.ctx = ctx;
+  }
+
+  /** Hand the following batches to another encode pool (after a config reload); batches already handed over finish where they are. */
+  setPool(pool: EncodeWorkerPool): void {
+    if (this.ctx) this.ctx.pool = pool;
   }
 
   /** Read everything available now and wait for it to be acknowledged. */
@@ -94,12 +138,30 @@ export class TenantRuntime {
     this.deliveryAbort.abort();
   }
 
+  /** Save the checkpoint, close the dead-letter file, the destinations and the sources. */
   async close(): Promise<void> {
-    await this.checkpoints.flush();
-    this.deadLetters.close();
-    await Promise.all(this.destinations.map((d) => d.shutdown().catch(() => undefined)));
-    for (const r of this.runners) await r.source.close?.();
+    if (this.closed) return;
+    this.closed = true;
+    if (this.checkpoints) await this.checkpoints.flush();
+    this.deadLetters?.close();
+    // after the grace period, requests still open are abandoned rather than waited for
+    await disposeAll(this.destinations, this.sources, this.deliveryAbort.signal.aborted ? 50 : DESTINATION_SHUTDOWN_MS);
   }
+
+  /** Seconds since the checkpoint file was last written by this instance (undefined before its first save). */
+  checkpointAgeSeconds(now = Date.now()): number | undefined {
+    const at = this.checkpoints?.store.lastSavedAtMs ?? 0;
+    return at > 0 ? Math.max(0, (now - at) / 1000) : undefined;
+  }
+
+  get checkpointFile(): string | undefined {
+    return this.checkpoints?.store.file;
+  }
+}
+
+async function disposeAll(destinations: Destination[], sources: Source[], waitMs = DESTINATION_SHUTDOWN_MS): Promise<void> {
+  await Promise.all(destinations.map((d) => Promise.race([d.shutdown().catch(() => undefined), new Promise<void>((r) => setTimeout(r, waitMs).unref())])));
+  for (const s of sources) await s.close?.().catch(() => undefined);
 }
 
 /** The tenant's `mappings:` overrides file, validated and checked against the catalog. */

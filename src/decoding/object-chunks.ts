@@ -93,34 +93,42 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
     oversize = null;
   };
 
-  for await (const buf of bytes) {
-    let start = 0;
-    for (;;) {
-      const nl = buf.indexOf(0x0a, start);
-      if (nl === -1) break;
-      completeLine(buf.subarray(start, nl + 1));
-      start = nl + 1;
-    }
-    if (start < buf.length) {
-      const tail = buf.subarray(start);
-      if (skip > 0) partialBytes += tail.length; // a line being skipped: only its length matters
-      else if (oversize) {
-        oversize.bytes += tail.length;
-        oversize.last = tail[tail.length - 1]!;
-      } else if (partialBytes + tail.length > maxLineBytes + 1) {
-        oversize = { head: Buffer.concat([...partial, tail.subarray(0, HEAD_BYTES)]).subarray(0, HEAD_BYTES), bytes: partialBytes + tail.length, last: tail[tail.length - 1]! };
-        partial = [];
-        partialBytes = 0;
-      } else {
-        partial.push(tail);
-        partialBytes += tail.length;
+  try {
+    for await (const buf of bytes) {
+      let start = 0;
+      for (;;) {
+        const nl = buf.indexOf(0x0a, start);
+        if (nl === -1) break;
+        completeLine(buf.subarray(start, nl + 1));
+        start = nl + 1;
+      }
+      if (start < buf.length) {
+        const tail = buf.subarray(start);
+        if (skip > 0) partialBytes += tail.length; // a line being skipped: only its length matters
+        else if (oversize) {
+          oversize.bytes += tail.length;
+          oversize.last = tail[tail.length - 1]!;
+        } else if (partialBytes + tail.length > maxLineBytes + 1) {
+          oversize = { head: Buffer.concat([...partial, tail.subarray(0, HEAD_BYTES)]).subarray(0, HEAD_BYTES), bytes: partialBytes + tail.length, last: tail[tail.length - 1]! };
+          partial = [];
+          partialBytes = 0;
+        } else {
+          partial.push(tail);
+          partialBytes += tail.length;
+        }
+      }
+      if (out.length > 0) {
+        const items = out;
+        out = [];
+        for (const item of items) yield item;
       }
     }
-    if (out.length > 0) {
-      const items = out;
-      out = [];
-      for (const item of items) yield item;
-    }
+  } catch (err) {
+    // The bytes stopped with an error (a corrupt or truncated gzip stream, a cut connection): the
+    // complete lines read before it are still handed on, then the error; the unfinished line is not.
+    if (chunkLines > 0) emitChunk();
+    for (const item of out) yield item;
+    throw err;
   }
   if (partialBytes > 0 || oversize) completeLine(Buffer.alloc(0));
   if (chunkLines > 0) emitChunk();

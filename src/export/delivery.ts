@@ -42,7 +42,9 @@ export async function deliver(
     if (signal.aborted) return { kind: 'aborted', attempts: attempt - 1 };
     let outcome: SendOutcome;
     try {
-      outcome = await destination.send(payload, records, signal);
+      const sent = await untilAborted(destination.send(payload, records, signal), signal);
+      if (sent === ABANDONED) return { kind: 'aborted', attempts: attempt };
+      outcome = sent;
     } catch (err) {
       outcome = { kind: 'retry', reason: err instanceof Error ? err.message : String(err) };
     }
@@ -54,6 +56,34 @@ export async function deliver(
     const aborted = await sleep(delay, signal);
     if (aborted) return { kind: 'aborted', attempts: attempt };
   }
+}
+
+const ABANDONED = Symbol('abandoned');
+
+/**
+ * The send's outcome, or ABANDONED as soon as the signal aborts (a stop's grace period is over):
+ * a destination that ignores the signal cannot hold the shutdown. The batch is then not
+ * acknowledged, so the checkpoint does not move past it.
+ */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | typeof ABANDONED> {
+  if (signal.aborted) {
+    p.catch(() => undefined);
+    return Promise.resolve(ABANDONED);
+  }
+  return new Promise<T | typeof ABANDONED>((resolve, reject) => {
+    const onAbort = (): void => resolve(ABANDONED);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }
 
 /** Resolves true when aborted before the time is up. */

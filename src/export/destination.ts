@@ -18,6 +18,13 @@ export interface Destination {
   readonly encoding: EncodingSpec;
   /** Send one request body; `records` is how many records it holds (for logs and metrics). */
   send(payload: Uint8Array, records: number, signal: AbortSignal): Promise<SendOutcome>;
+  /**
+   * Optional: check that the destination answers and accepts our credentials, without
+   * delivering any record (e.g. an empty OTLP export request, a health endpoint). The daemon
+   * probes at start so that `/readyz` can report a destination reached before there is anything
+   * to send; without it a destination counts as reached at its first accepted batch.
+   */
+  probe?(signal: AbortSignal): Promise<SendOutcome>;
   shutdown(): Promise<void>;
 }
 

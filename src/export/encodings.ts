@@ -8,11 +8,19 @@ import { JsonLogsSerializer } from '@opentelemetry/otlp-transformer';
 import type { InstrumentationScopeInfo, MappedLogRecord } from '../mapping/log-record.js';
 import { encodeLogsRequest, ProtoWriter } from './otlp-protobuf-encoder.js';
 import { OtelLogRecordBuilder } from './otel-log-records.js';
+import { createSplunkHecEncoder, type SplunkHecEncoding } from './splunk-hec/encoder.js';
+import { createDatadogEncoder, type DatadogEncoding } from './datadog/encoder.js';
 
-export type EncodingSpec = { kind: 'otlp-protobuf' } | { kind: 'otlp-json' };
+export type EncodingSpec = { kind: 'otlp-protobuf' } | { kind: 'otlp-json' } | SplunkHecEncoding | DatadogEncoding;
+
+export interface EncodeResult {
+  bodies: Uint8Array[];
+  /** Entries the encoder shortened on purpose to fit the destination's per-entry limit. */
+  truncated?: number;
+}
 
 export interface Encoder {
-  encode(records: readonly MappedLogRecord[]): Uint8Array[];
+  encode(records: readonly MappedLogRecord[]): EncodeResult;
 }
 
 export function encodingKey(spec: EncodingSpec): string {
@@ -23,7 +31,7 @@ export function createEncoder(spec: EncodingSpec, scope: InstrumentationScopeInf
   switch (spec.kind) {
     case 'otlp-protobuf': {
       const writer = new ProtoWriter();
-      return { encode: (records) => [encodeLogsRequest(records, scope, writer)] };
+      return { encode: (records) => ({ bodies: [encodeLogsRequest(records, scope, writer)] }) };
     }
     case 'otlp-json': {
       const builder = new OtelLogRecordBuilder(scope);
@@ -31,9 +39,13 @@ export function createEncoder(spec: EncodingSpec, scope: InstrumentationScopeInf
         encode: (records) => {
           const bytes = JsonLogsSerializer.serializeRequest(builder.build(records));
           if (!bytes) throw new Error('OTLP JSON serialization failed');
-          return [bytes];
+          return { bodies: [bytes] };
         },
       };
     }
+    case 'splunk-hec':
+      return createSplunkHecEncoder(spec);
+    case 'datadog':
+      return createDatadogEncoder(spec);
   }
 }

@@ -62,6 +62,18 @@ export class FileDestination implements Destination {
     }
   }
 
+  /** The file can be opened for appending (nothing is written). */
+  async probe(): Promise<SendOutcome> {
+    if (this.config.path === '-' || this.handle) return { kind: 'done' };
+    try {
+      mkdirSync(dirname(this.config.path), { recursive: true });
+      this.handle = await open(this.config.path, 'a');
+      return { kind: 'done' };
+    } catch (err) {
+      return { kind: 'retry', reason: `cannot write ${this.config.path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` };
+    }
+  }
+
   async shutdown(): Promise<void> {
     await this.handle?.close();
     this.handle = null;

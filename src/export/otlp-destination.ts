@@ -51,6 +51,8 @@ const passThrough = {
   deserializeResponse: (data: Uint8Array) => data,
 };
 const payloadMetrics = { name: 'log' as const, countItems: () => 0 };
+const EMPTY_PROTOBUF_REQUEST = new Uint8Array(0);
+const EMPTY_JSON_REQUEST = new TextEncoder().encode('{"resourceLogs":[]}');
 
 export class OtlpDestination implements Destination {
   readonly name: string;
@@ -84,6 +86,11 @@ export class OtlpDestination implements Destination {
         resolve(classifyHttpStatus(status, reason, undefined, err?.data?.slice(0, 2000)));
       });
     });
+  }
+
+  /** An empty ExportLogsServiceRequest (no records): every OTLP receiver accepts it. */
+  probe(): Promise<SendOutcome> {
+    return this.send(this.encoding.kind === 'otlp-json' ? EMPTY_JSON_REQUEST : EMPTY_PROTOBUF_REQUEST);
   }
 
   async shutdown(): Promise<void> {

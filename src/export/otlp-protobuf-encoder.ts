@@ -221,6 +221,15 @@ export class ProtoWriter {
   }
 }
 
+/**
+ * Maps and arrays nested deeper than this are written as their JSON text. A record attribute's
+ * AnyValue sits at message depth 6 (request, ResourceLogs, ScopeLogs, LogRecord, KeyValue,
+ * AnyValue) and each map level adds 3 (KeyValueList, KeyValue, AnyValue): 30 levels keep the
+ * deepest message at 99, under the recursion limit of 100 that protoc's C++ and Java parsers and
+ * protobufjs apply by default (a deeper request is refused whole, every record of its batch).
+ */
+export const MAX_NATIVE_VALUE_DEPTH = 30;
+
 function anyValue(w: ProtoWriter, v: AttrValue, depth: number): void {
   switch (typeof v) {
     case 'string':
@@ -242,7 +251,7 @@ function anyValue(w: ProtoWriter, v: AttrValue, depth: number): void {
       return;
     case 'object': {
       if (v === null) return; // empty AnyValue
-      if (depth > 64) {
+      if (depth > MAX_NATIVE_VALUE_DEPTH) {
         w.byte(T_AV_STRING);
         w.string(JSON.stringify(v));
         return;

@@ -120,6 +120,31 @@ export interface RecordMapperOptions {
   onSchemaDrift?(kind: 'eventType' | 'attribute', name: string): void;
 }
 
+/**
+ * A record with a value nested deeper than this is not mapped (it is dead-lettered): encoders and
+ * JSON.stringify recurse, and a line of 100 000 nested brackets would overflow their stack and
+ * fail its whole batch again and again. Tableau's records are flat; 100 levels is plenty.
+ */
+export const MAX_VALUE_DEPTH = 100;
+
+/** Whether a parsed JSON value nests deeper than `max` levels (iterative: no recursion here either). */
+export function nestedDeeperThan(root: object, max: number): boolean {
+  const stack: Array<{ v: object; d: number }> = [{ v: root, d: 1 }];
+  while (stack.length > 0) {
+    const { v, d } = stack.pop()!;
+    if (d > max) return true;
+    if (Array.isArray(v)) {
+      for (const item of v) if (item !== null && typeof item === 'object') stack.push({ v: item as object, d: d + 1 });
+    } else {
+      for (const k in v) {
+        const item = (v as Record<string, unknown>)[k];
+        if (item !== null && typeof item === 'object') stack.push({ v: item, d: d + 1 });
+      }
+    }
+  }
+  return false;
+}
+
 /** Drift counters stop adding names past this many (a flood of random names must not grow memory). */
 const MAX_DRIFT_NAMES = 10_000;
 
@@ -381,6 +406,12 @@ export class RecordMapper {
     const time = parseEventTime(rec.eventTime);
     if (time === undefined) {
       return { ok: false, reason: rec.eventTime == null ? 'missing eventTime' : `unparseable eventTime ${JSON.stringify(String(rec.eventTime)).slice(0, 80)}` };
+    }
+    for (const k in rec) {
+      const v = rec[k];
+      if (typeof v === 'object' && v !== null && nestedDeeperThan(v, MAX_VALUE_DEPTH)) {
+        return { ok: false, reason: `value of ${JSON.stringify(k.slice(0, 80))} nested deeper than ${MAX_VALUE_DEPTH} levels` };
+      }
     }
     const recordType = typeof rec.eventType === 'string' && rec.eventType !== '' ? rec.eventType : undefined;
     const eventType = ctx.keyInfo.eventType ?? recordType ?? UNKNOWN_EVENT_TYPE;

@@ -9,6 +9,7 @@ import { RecordMapper } from '../mapping/record-mapper.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
 import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
+import { DirectLogsRequestWriter } from '../export/otlp-protobuf-encoder.js';
 import { createEncoder, encodingKey, type Encoder, type EncodingSpec } from '../export/encodings.js';
 
 export interface ProcessorTenant {
@@ -51,6 +52,8 @@ export interface ChunkDeadLetter {
 export interface ChunkResult {
   /** Per encoding (same order as the task's), the request bodies. */
   payloads: Uint8Array[][];
+  /** Per encoding, entries the encoder truncated on purpose (absent when none were). */
+  truncated?: number[];
   records: number;
   linesRead: number;
   deadLetters: ChunkDeadLetter[];
@@ -72,6 +75,7 @@ export class ChunkProcessor {
   private readonly mappers = new Map<string, RecordMapper>();
   private readonly encoders = new Map<string, Encoder>();
   private readonly decoder = new TextDecoder();
+  private readonly strict = new TextDecoder('utf-8', { fatal: true });
 
   constructor(private readonly init: ProcessorInit) {
     this.catalog = init.catalog ?? loadCatalog(init.mappingsDir);
@@ -91,6 +95,25 @@ export class ChunkProcessor {
     return e;
   }
 
+  /** Numbers of the lines of `bytes` (the first being `firstLine`) that are not valid UTF-8. */
+  private linesNotUtf8(bytes: Uint8Array, firstLine: number): Set<number> {
+    const bad = new Set<number>();
+    let line = firstLine;
+    let start = 0;
+    while (start <= bytes.length) {
+      let nl = bytes.indexOf(0x0a, start);
+      if (nl === -1) nl = bytes.length;
+      try {
+        this.strict.decode(bytes.subarray(start, nl));
+      } catch {
+        bad.add(line);
+      }
+      line++;
+      start = nl + 1;
+    }
+    return bad;
+  }
+
   process(task: ChunkTask): ChunkResult {
     const mapper = this.mappers.get(task.tenant);
     if (!mapper) throw new Error(`encode worker: unknown tenant ${task.tenant}`);
@@ -103,10 +126,21 @@ export class ChunkProcessor {
     const driftAttrsBefore = new Map(mapper.drift.unknownAttributes);
     let newest = 0n;
     let linesRead = 0;
+    // OTLP protobuf only and no attribute overrides: map straight into the request bytes
+    const direct = task.encodings.length === 1 && task.encodings[0]!.kind === 'otlp-protobuf' && mapper.supportsDirect ? new DirectLogsRequestWriter(this.init.scope) : null;
 
     task.segments.forEach((seg, segIndex) => {
       const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
-      const text = this.decoder.decode(seg.bytes);
+      // Valid UTF-8 (nearly always): one strict decode. Otherwise find the lines that are not
+      // UTF-8 (they are dead-lettered, not delivered with U+FFFD in place of their bytes).
+      let text: string;
+      let notUtf8: Set<number> | undefined;
+      try {
+        text = this.strict.decode(seg.bytes);
+      } catch {
+        text = this.decoder.decode(seg.bytes);
+        notUtf8 = this.linesNotUtf8(seg.bytes, seg.firstLine);
+      }
       let line = seg.firstLine;
       let start = 0;
       while (start < text.length) {
@@ -119,6 +153,10 @@ export class ChunkProcessor {
         const thisLine = line++;
         if (isBlank(lineText)) continue;
         linesRead++;
+        if (notUtf8?.has(thisLine)) {
+          deadLetters.push({ segment: segIndex, line: thisLine, reason: 'invalid UTF-8 (not text, or a damaged encoding; raw shows U+FFFD for the bad bytes)', raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+          continue;
+        }
         let value: unknown;
         try {
           value = JSON.parse(lineText);
@@ -126,12 +164,13 @@ export class ChunkProcessor {
           deadLetters.push({ segment: segIndex, line: thisLine, reason: `invalid JSON: ${(err as Error).message}`, raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
           continue;
         }
-        const result = mapper.map(value, thisLine, ctx, observed);
+        const result = direct ? mapper.mapDirect(value, thisLine, ctx, observed, direct) : mapper.map(value, thisLine, ctx, observed);
         if (result.ok) {
-          records.push(result.record);
-          const t = result.record.eventType;
+          const mapped = 'direct' in result ? result : result.record;
+          if (!('direct' in result)) records.push(result.record);
+          const t = mapped.eventType;
           byType[t] = (byType[t] ?? 0) + 1;
-          if (result.record.timeUnixNano > newest) newest = result.record.timeUnixNano;
+          if (mapped.timeUnixNano > newest) newest = mapped.timeUnixNano;
         } else if (result.dropped) {
           const t = typeof (value as { eventType?: unknown }).eventType === 'string' && !seg.keyInfo.eventType ? (value as { eventType: string }).eventType : seg.keyInfo.eventType ?? 'unknown';
           droppedByType[t] = (droppedByType[t] ?? 0) + 1;
@@ -141,10 +180,18 @@ export class ChunkProcessor {
       }
     });
 
-    const payloads = records.length === 0 ? task.encodings.map(() => []) : task.encodings.map((spec) => this.encoder(spec).encode(records));
+    const directBody = direct?.finish();
+    const encoded = direct
+      ? [{ bodies: directBody ? [directBody] : [], truncated: 0 }]
+      : records.length === 0
+        ? task.encodings.map(() => ({ bodies: [] as Uint8Array[], truncated: 0 }))
+        : task.encodings.map((spec) => this.encoder(spec).encode(records));
+    const payloads = encoded.map((e) => e.bodies);
+    const truncated = encoded.some((e) => (e.truncated ?? 0) > 0) ? encoded.map((e) => e.truncated ?? 0) : undefined;
     return {
       payloads,
-      records: records.length,
+      ...(truncated ? { truncated } : {}),
+      records: direct ? direct.count : records.length,
       linesRead,
       deadLetters,
       droppedByType,

@@ -2,10 +2,12 @@
  * Dead letters: what could not be delivered, kept under the state directory for a person to
  * look at and replay. Lines that are not valid records (with object, line number, reason and the
  * raw line) and batches a destination rejected for good (with its response). One NDJSON file per
- * UTC day: `<state>/<tenant>/dead-letter/YYYY-MM-DD.ndjson`.
+ * UTC day: `<state>/<tenant>/dead-letter/YYYY-MM-DD.ndjson`. A letter is written whole or not at
+ * all: `write` throws (e.g. disk full) and the pipeline waits and tries again.
  */
-import { mkdirSync, openSync, writeSync, fsyncSync, closeSync } from 'node:fs';
+import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, fstatSync, ftruncateSync } from 'node:fs';
 import { join } from 'node:path';
+import { scrubSecrets } from '../daemon/secrets.js';
 
 export interface BadLineLetter {
   kind: 'line';
@@ -47,7 +49,26 @@ export class DeadLetterStore {
       this.fd = openSync(join(this.dir, `${day}.ndjson`), 'a', 0o600);
       this.day = day;
     }
-    writeSync(this.fd, JSON.stringify({ time: now.toISOString(), ...letter }, bigintReplacer) + '\n');
+    // what a destination answered may quote a credential (a proxy echoing a header): scrubbed
+    const safe: DeadLetter =
+      letter.kind === 'batch'
+        ? { ...letter, reason: scrubSecrets(letter.reason), ...(letter.response !== undefined ? { response: scrubSecrets(letter.response) } : {}) }
+        : { ...letter, reason: scrubSecrets(letter.reason) };
+    const data = Buffer.from(JSON.stringify({ time: now.toISOString(), ...safe }, bigintReplacer) + '\n');
+    // The whole line or nothing: a short write (disk full) is continued, and a write that fails
+    // is taken back, so the file never holds a torn line that the next letter would be glued to.
+    const start = fstatSync(this.fd).size;
+    let written = 0;
+    try {
+      while (written < data.length) written += writeSync(this.fd, data, written, data.length - written);
+    } catch (err) {
+      try {
+        ftruncateSync(this.fd, start);
+      } catch {
+        /* nothing more to do: the caller tries again */
+      }
+      throw err;
+    }
     this.unsynced = true;
     this.count++;
   }

@@ -20,7 +20,7 @@ import { decompressed } from '../decoding/object-lines.js';
 import { objectChunks, lastLineOf, type ObjectChunk } from '../decoding/object-chunks.js';
 import { parseObjectKey, type ObjectKeyInfo } from '../decoding/object-key.js';
 import type { CheckpointStore, ObjectProgress, SourceCheckpoint } from './checkpoint-store.js';
-import type { DeadLetterStore } from './dead-letter-store.js';
+import type { DeadLetter, DeadLetterStore } from './dead-letter-store.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { EncodeWorkerPool } from './worker-pool.js';
 import type { ChunkResult, ChunkSegment } from './chunk-processor.js';
@@ -261,7 +261,28 @@ interface Batch {
 
 const emptyBatch = (): Batch => ({ segments: [], refs: [], lines: 0, bytes: 0 });
 
+/** What one runner has done so far: for progress displays, `/readyz` and the lag gauges. */
+export interface SourceProgress {
+  /** Objects listed by the polls so far, and the sum of their sizes where the source knows them. */
+  objectsListed: number;
+  bytesListed: number;
+  /** False once a listed object came without a size. */
+  sizesKnown: boolean;
+  objectsRead: number;
+  bytesRead: number;
+  /** Lines read (records before mapping). */
+  events: number;
+  /** Records every destination accepted. */
+  exported: number;
+  newestExportedTimeUnixNano: bigint;
+  /** Date.now() at the end of the last poll that listed, read and delivered without an error (0: none yet). */
+  lastPollOkAt: number;
+  lastError?: string;
+  lastErrorAt: number;
+}
+
 export class SourceRunner {
+  readonly progress: SourceProgress = { objectsListed: 0, bytesListed: 0, sizesKnown: true, objectsRead: 0, bytesRead: 0, events: 0, exported: 0, newestExportedTimeUnixNano: 0n, lastPollOkAt: 0, lastErrorAt: 0 };
   private batch: Batch = emptyBatch();
   private readonly slots: Slots;
   private readonly inFlight = new Set<Promise<void>>();
@@ -308,15 +329,24 @@ export class SourceRunner {
   /** Read everything available now (several listings when the source has a backlog), deliver it, and wait until it is acknowledged. */
   async drain(readSignal: AbortSignal): Promise<void> {
     let read: number;
-    do {
-      read = await this.drainOnce(readSignal);
-    } while (this.source.hasMore && read > 0 && !readSignal.aborted);
+    try {
+      do {
+        read = await this.drainOnce(readSignal);
+      } while (this.source.hasMore && read > 0 && !readSignal.aborted);
+    } catch (err) {
+      this.progress.lastError = (err as Error).message;
+      this.progress.lastErrorAt = Date.now();
+      throw err;
+    }
+    this.progress.lastPollOkAt = Date.now();
   }
 
   /** One listing and everything in it; returns the number of objects listed. */
   private async drainOnce(readSignal: AbortSignal): Promise<number> {
     const objects = await this.source.pending(this.checkpoint, readSignal);
     this.ctx.checkpoints.changed(); // listing may have pruned the state
+    this.progress.objectsListed += objects.length;
+    for (const o of objects) if (o.size === undefined) this.progress.sizesKnown = false; else this.progress.bytesListed += o.size;
     const ahead = Math.max(1, this.source.readConcurrency ?? 1);
     const opened = new Map<number, AsyncIterator<Buffer | Uint8Array>>();
     const openAt = (i: number): void => {
@@ -384,12 +414,13 @@ export class SourceRunner {
         for await (const item of chunks) {
           if (item.kind === 'oversize') {
             const o = item.oversize;
-            this.deadLetterLine(obj.key, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head);
+            await this.deadLetterLine(obj.key, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head);
             tracker.settle(tracker.add(o.line));
             lastLine = o.line;
           } else {
             lastLine = lastLineOf(item.chunk);
             stats.bytesRead += item.chunk.bytes.length;
+            this.progress.bytesRead += item.chunk.bytes.length;
             metrics?.bytesRead.inc({ tenant: tenantId, source: this.source.id }, item.chunk.bytes.length);
             await this.addToBatch(tracker, keyInfo, uidPrefix, item.chunk);
           }
@@ -401,7 +432,7 @@ export class SourceRunner {
         const message = (err as Error).message;
         if (isPermanentReadError(err)) {
           this.log.error({ object: obj.key, line: lastLine + 1, err: message }, 'object unreadable; the rest of it is dead-lettered');
-          this.deadLetterLine(obj.key, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '');
+          await this.deadLetterLine(obj.key, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '');
           break;
         }
         if (attempt < settings.objectReadAttempts) {
@@ -416,6 +447,7 @@ export class SourceRunner {
     }
     tracker.finish(lastLine);
     stats.objectsRead++;
+    this.progress.objectsRead++;
     metrics?.objectsRead.inc({ tenant: tenantId, source: this.source.id });
     metrics?.objectDuration.observe({ tenant: tenantId, source: this.source.id }, (Date.now() - started) / 1000);
   }
@@ -429,13 +461,36 @@ export class SourceRunner {
     if (b.lines >= this.ctx.settings.batchSize || b.bytes >= this.ctx.settings.maxBatchBytes) await this.dispatch();
   }
 
-  private deadLetterLine(object: string, line: number, reason: string, raw: string): void {
-    const { stats, metrics, tenantId, deadLetters } = this.ctx;
+  private async deadLetterLine(object: string, line: number, reason: string, raw: string): Promise<void> {
+    const { stats, metrics, tenantId } = this.ctx;
+    await this.writeDeadLetter({ kind: 'line', source: this.source.id, object, line, reason, raw });
     stats.deadLetteredLines++;
     metrics?.eventsDeadLettered.inc({ tenant: tenantId, source: this.source.id, reason: reason.split(/[:(]/)[0]!.trim().slice(0, 40) });
-    deadLetters.write({ kind: 'line', source: this.source.id, object, line, reason, raw });
     if (stats.deadLetteredLines <= 100 || stats.deadLetteredLines % 1000 === 0) {
       this.log.warn({ object, line, reason, deadLettered: stats.deadLetteredLines }, 'line dead-lettered');
+    }
+  }
+
+  /**
+   * Write a dead letter. While that fails (disk full), wait and try again: the batch holding the
+   * line stays unsettled, so the checkpoint never moves past a line whose dead letter is not on
+   * disk, and reading pauses once the in-flight slots are taken.
+   */
+  private async writeDeadLetter(letter: DeadLetter): Promise<void> {
+    let delay = 1000;
+    let failing = false;
+    for (;;) {
+      try {
+        this.ctx.deadLetters.write(letter);
+        if (failing) this.log.info({ dir: this.ctx.deadLetters.dir }, 'dead-letter file written again after failure');
+        return;
+      } catch (err) {
+        if (this.deliverySignal.aborted) throw err;
+        if (!failing) this.log.error({ dir: this.ctx.deadLetters.dir, err: (err as Error).message }, 'cannot write the dead-letter file: the batch waits, checkpoint not advanced');
+        failing = true;
+        await sleep(delay, this.deliverySignal);
+        delay = Math.min(delay * 2, 30_000);
+      }
     }
   }
 
@@ -483,12 +538,23 @@ export class SourceRunner {
       encodings: this.encodings,
       observedTimeUnixNano: (BigInt(Date.now()) * 1_000_000n).toString(),
     });
-    this.record(b, result);
+    await this.record(b, result);
     if (result.records === 0) return true;
+    if (result.truncated) {
+      destinations.forEach((d, di) => {
+        const n = result.truncated![this.encodingOf[di]!] ?? 0;
+        if (n === 0) return;
+        stats.truncatedEntries += n;
+        metrics?.entriesTruncated.inc({ tenant: tenantId, destination: d.name }, n);
+        this.log.warn({ destination: d.name, entries: n }, 'entries over the destination size limit were truncated');
+      });
+    }
 
     const outcomes = await Promise.all(
       destinations.map(async (d, di) => {
         const started = Date.now();
+        // a batch split into several bodies is dead-lettered (all its lines) at most once per destination
+        let deadLettered = false;
         for (const payload of result.payloads[this.encodingOf[di]!]!) {
           const r = await deliver(d, payload, result.records, settings.retry, this.deliverySignal, {
             onRetry: (reason, delayMs, attempt) => {
@@ -498,10 +564,12 @@ export class SourceRunner {
             },
           });
           if (r.kind === 'rejected') {
+            if (deadLettered) continue;
+            deadLettered = true;
             stats.deadLetteredBatches++;
             metrics?.batchesDeadLettered.inc({ tenant: tenantId, destination: d.name });
             this.log.error({ destination: d.name, status: r.outcome.status, reason: r.outcome.reason, records: result.records }, 'batch rejected by destination; dead-lettered');
-            this.ctx.deadLetters.write({
+            await this.writeDeadLetter({
               kind: 'batch',
               destination: d.name,
               reason: r.outcome.reason,
@@ -532,16 +600,19 @@ export class SourceRunner {
     stats.recordsExported += result.records;
     const newest = BigInt(result.newestTimeUnixNano);
     if (newest > stats.newestExportedTimeUnixNano) stats.newestExportedTimeUnixNano = newest;
+    this.progress.exported += result.records;
+    if (newest > this.progress.newestExportedTimeUnixNano) this.progress.newestExportedTimeUnixNano = newest;
     return true;
   }
 
   /** What the workers found: dead letters, drops, counts and schema drift. */
-  private record(b: Batch, result: ChunkResult): void {
+  private async record(b: Batch, result: ChunkResult): Promise<void> {
     const { stats, metrics, tenantId, driftSeen } = this.ctx;
     stats.linesRead += result.linesRead;
+    this.progress.events += result.linesRead;
     stats.recordsMapped += result.records;
     metrics?.eventsRead.inc({ tenant: tenantId, source: this.source.id }, result.linesRead);
-    for (const dl of result.deadLetters) this.deadLetterLine(b.refs[dl.segment]!.key, dl.line, dl.reason, dl.raw);
+    for (const dl of result.deadLetters) await this.deadLetterLine(b.refs[dl.segment]!.key, dl.line, dl.reason, dl.raw);
     for (const [type, n] of Object.entries(result.droppedByType)) {
       stats.droppedByOverride += n;
       metrics?.eventsDroppedByOverride.inc({ tenant: tenantId, event_type: type }, n);

@@ -6,6 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit } from './chunk-processor.js';
+import { coversItsBuffer } from './transfer.js';
 
 interface Pending {
   task: ChunkTask;
@@ -96,8 +97,11 @@ export class EncodeWorkerPool {
     return new Promise((resolve, reject) => {
       const transfer: ArrayBuffer[] = [];
       for (const seg of task.segments) {
-        const b = seg.bytes;
-        if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer && !transfer.includes(b.buffer)) transfer.push(b.buffer);
+        // a view into a larger buffer (e.g. a zlib output chunk shared with the next chunk) is
+        // copied to a buffer of its own: cloning it would copy the whole buffer, moving it would
+        // take it from under the other views
+        if (!coversItsBuffer(seg.bytes)) seg.bytes = Uint8Array.prototype.slice.call(seg.bytes);
+        if (!transfer.includes(seg.bytes.buffer as ArrayBuffer)) transfer.push(seg.bytes.buffer as ArrayBuffer);
       }
       this.queue.push({ task, transfer, resolve, reject });
       this.pump();

@@ -20,14 +20,14 @@
  * byte where it stopped, still pinned to the same ETag.
  */
 import { z } from 'zod';
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { Readable } from 'node:stream';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { Source, SourceObject } from './source.js';
 import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
 import type { SourceMetrics } from '../daemon/metrics.js';
 import type { Logger } from '../daemon/logger.js';
 import { durationSchema } from '../util/duration.js';
-import { createS3Client, isAccessError, isCredentialError, isKmsError, kmsKeyIn, s3ErrorInfo, SdkS3Lister, type S3Lister } from './s3-client.js';
+import { createS3Client, SdkS3Lister, type S3Lister } from './s3-client.js';
+import { readS3Object, type S3ObjectReaderOptions } from './s3-object-reader.js';
 import { addHours, discoverRoots, hourFromMs, hourToMs, limiter, listRootObjects, parseTimeBound, type Hour, type PartitionObject, type PartitionRoot } from './s3-partitions.js';
 
 const timeBound = z.string().refine((v) => parseTimeBound(v, Date.now()) !== undefined, {
@@ -92,21 +92,12 @@ export interface S3SourceOptions {
   resumeDelayMs?: number;
 }
 
-/** A GetObject failure that retrying will not fix (access denied, KMS): the pipeline dead-letters the object's rest at once. */
-export class PermanentObjectError extends Error {
-  readonly permanent = true;
-  readonly code = 'EACCES';
-  constructor(message: string, readonly s3Code: string) {
-    super(message);
-    this.name = 'PermanentObjectError';
-  }
-}
+export { PermanentObjectError } from './s3-object-reader.js';
 
 const FROM = 'from:';
 const NEWEST = 'newest:';
 /** Clock skew allowance: partitions up to one hour ahead of now are read. */
 const FUTURE_HOURS = 1;
-const MAX_RESUMES_WITHOUT_PROGRESS = 4;
 
 interface RootPlan {
   rel: string;
@@ -131,7 +122,7 @@ export class S3Source implements Source {
   private readonly metrics: SourceMetrics;
   private readonly now: () => number;
   private readonly listConcurrency: number;
-  private readonly resumeDelayMs: number;
+  private readonly reader: S3ObjectReaderOptions;
   private knownRoots = new Set<string>();
   private warnedNoRoots = false;
   /** The listing of the current poll, for `compact`. */
@@ -148,11 +139,11 @@ export class S3Source implements Source {
     this.metrics = ctx.metrics;
     this.now = options.now ?? Date.now;
     this.listConcurrency = options.listConcurrency ?? 8;
-    this.resumeDelayMs = options.resumeDelayMs ?? 500;
     const built = createS3Client(config, ctx.env);
     this.client = built.client;
     this.secrets = built.secrets;
     this.lister = new SdkS3Lister(this.client, this.bucket, this.metrics, this.secrets);
+    this.reader = { client: this.client, secrets: this.secrets, metrics: this.metrics, log: this.log, resumeDelayMs: options.resumeDelayMs ?? 500 };
   }
 
   async pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]> {
@@ -285,87 +276,9 @@ export class S3Source implements Source {
     };
   }
 
-  /** The object's bytes, pinned to the listed ETag, resuming with a Range request after an interruption. */
-  private async *read(o: PartitionObject, signal: AbortSignal): AsyncGenerator<Buffer> {
-    let offset = 0;
-    let failures = 0;
-    for (;;) {
-      let body: Readable;
-      try {
-        this.metrics.request('GetObject');
-        const res = await this.client.send(
-          new GetObjectCommand({
-            Bucket: this.bucket,
-            Key: o.key,
-            ...(o.etag ? { IfMatch: `"${o.etag}"` } : {}),
-            ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}),
-          }),
-          { abortSignal: signal },
-        );
-        body = res.Body as Readable;
-        if (!body) return;
-      } catch (err) {
-        if (signal.aborted) throw err;
-        const info = s3ErrorInfo(err, this.secrets);
-        if (info.code === 'NoSuchKey' || (info.status === 404 && info.code !== 'NoSuchBucket')) {
-          if (offset === 0) {
-            this.log.warn({ object: o.key }, 'object deleted since it was listed: skipped');
-            return;
-          }
-          throw new Error(`s3://${this.bucket}/${o.key} was deleted while being read`);
-        }
-        if (info.code === 'PreconditionFailed' || info.status === 412) {
-          if (offset === 0) {
-            this.log.warn({ object: o.key, etag: o.etag }, 'object replaced since it was listed: skipped now, its new version is read from the start on the next poll');
-            return;
-          }
-          // the pipeline retries the object; that attempt gets the 412 above, before any byte
-          throw new Error(`s3://${this.bucket}/${o.key} was replaced while being read (ETag ${o.etag} no longer current)`);
-        }
-        if (info.code === 'InvalidRange' || info.status === 416) return; // the interruption was at the very end
-        throw this.getError(o.key, info);
-      }
-      try {
-        for await (const chunk of body) {
-          offset += (chunk as Buffer).length;
-          failures = 0;
-          yield chunk as Buffer;
-        }
-        if (o.size === undefined || offset >= o.size) return;
-        throw new Error(`body ended after ${offset} of ${o.size} bytes`);
-      } catch (err) {
-        if (signal.aborted) throw err;
-        failures++;
-        const info = s3ErrorInfo(err, this.secrets);
-        if (failures > MAX_RESUMES_WITHOUT_PROGRESS) throw new Error(`reading s3://${this.bucket}/${o.key} failed at byte ${offset}: ${info.code}: ${info.message}`);
-        this.log.warn({ object: o.key, byte: offset, err: `${info.code}: ${info.message}` }, 'object stream interrupted; resuming at the same byte');
-        await sleep(this.resumeDelayMs * 2 ** (failures - 1), signal);
-      } finally {
-        body.destroy();
-      }
-    }
-  }
-
-  private getError(key: string, info: ReturnType<typeof s3ErrorInfo>): Error {
-    const where = `s3://${this.bucket}/${key}`;
-    if (isKmsError(info)) {
-      const kmsKey = kmsKeyIn(info.message);
-      return new PermanentObjectError(
-        `cannot decrypt ${where}${kmsKey ? ` with KMS key ${kmsKey}` : ''} (${info.code}: ${info.message}); the reader needs kms:Decrypt on the bucket's KMS key`,
-        info.code,
-      );
-    }
-    if (isCredentialError(info)) {
-      // not the object's fault: not marked permanent
-      return Object.assign(new Error(`credentials failed reading ${where} (${info.code}: ${info.message})`), { s3Code: info.code });
-    }
-    if (isAccessError(info)) {
-      return new PermanentObjectError(`access denied reading ${where} (${info.code}: ${info.message}); the reader needs s3:GetObject (and kms:Decrypt for SSE-KMS)`, info.code);
-    }
-    if (info.code === 'InvalidObjectState') {
-      return new PermanentObjectError(`cannot read ${where} (${info.code}: ${info.message})`, info.code);
-    }
-    return Object.assign(new Error(`reading ${where} failed: ${info.code}${info.status ? ` (HTTP ${info.status})` : ''}: ${info.message}`), { s3Code: info.code });
+  /** The object's bytes, pinned to the listed ETag, resuming with a Range request after an interruption (see s3-object-reader.ts). */
+  private read(o: PartitionObject, signal: AbortSignal): AsyncGenerator<Buffer> {
+    return readS3Object(this.reader, { bucket: this.bucket, key: o.key, etag: o.etag, size: o.size }, signal);
   }
 }
 
@@ -382,17 +295,4 @@ function maxHour(a: Hour | undefined, b: Hour | undefined): Hour | undefined {
 
 function minHour(a: Hour, b: Hour): Hour {
   return a < b ? a : b;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -10,8 +10,9 @@ import type { Logger } from '../daemon/logger.js';
 import { DirectorySource, directorySourceConfigSchema } from './directory-source.js';
 import { TcmSource, tcmSourceConfigSchema } from './tcm-source.js';
 import { S3Source, s3SourceConfigSchema } from './s3-source.js';
+import { S3SqsSource, s3SqsSourceConfigSchema } from './s3-sqs-source.js';
 
-export const sourceConfigSchema = z.discriminatedUnion('type', [directorySourceConfigSchema, tcmSourceConfigSchema, s3SourceConfigSchema]);
+export const sourceConfigSchema = z.discriminatedUnion('type', [directorySourceConfigSchema, tcmSourceConfigSchema, s3SourceConfigSchema, s3SqsSourceConfigSchema]);
 export type SourceConfig = z.infer<typeof sourceConfigSchema>;
 
 export interface SourceBuildContext {
@@ -32,5 +33,7 @@ export function createSource(config: SourceConfig, ctx: SourceBuildContext): Sou
       return new TcmSource(config, ctx);
     case 's3':
       return new S3Source(config, ctx);
+    case 's3-sqs':
+      return new S3SqsSource(config, ctx);
   }
 }

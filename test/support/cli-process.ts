@@ -24,7 +24,8 @@ export interface CliProcess {
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OTEL_')) env[k] = v;
-  return { ...env, LOG_LEVEL: 'info', ...extra };
+  // daemon-mode runs serve /healthz, /readyz, /metrics: on a free port, so parallel tests never collide on 9464
+  return { ...env, LOG_LEVEL: 'info', TAO_LISTEN: '127.0.0.1:0', ...extra };
 }
 
 export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliProcess {
