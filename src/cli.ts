@@ -110,7 +110,7 @@ program
       process.exit(process.exitCode);
     } catch (err) {
       // configuration problems found while starting (mapping files, overrides): clear message, no stack
-      if (err instanceof Error && (err.name === 'FileError' || err.name === 'CatalogError')) {
+      if (err instanceof Error && (err.name === 'FileError' || err.name === 'CatalogError' || err.name === 'DestinationConfigError')) {
         process.stderr.write(`${err.message}\n`);
         process.exitCode = EXIT_CONFIG;
         return;

@@ -6,13 +6,17 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
+import { startTcmServer, type TcmServer } from './support/tcm-server.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 import { startDaemon, waitFor, metricValue, type DaemonProcess } from './support/daemon-process.js';
 
 const receivers: OtlpReceiver[] = [];
+let tcm: TcmServer | undefined;
 let daemon: DaemonProcess | undefined;
 afterEach(async () => {
+  await tcm?.close();
   if (daemon && daemon.child.exitCode === null) daemon.child.kill('SIGKILL');
   daemon = undefined;
   for (const r of receivers.splice(0)) await r.close();
@@ -39,14 +43,18 @@ interface ReadyBody {
 }
 
 describe('tenant isolation', () => {
-  it('a dead destination, a missing source and a poisoned state do not hold back a healthy tenant; /readyz has the detail', async () => {
+  it('a dead destination, a missing source, wrong credentials, a poison object and a poisoned state do not hold back a healthy tenant; /readyz has the detail', async () => {
     const ok = await receiver();
     const down = await receiver();
     down.setStatus(503);
     const work = tempDir();
     const healthyTree = writeFixtureTree(join(work, 'healthy'), 6, 50);
     writeFixtureTree(join(work, 'down'), 4, 50);
-    writeFixtureTree(join(work, 'poison'), 2, 10);
+    const poisonTree = writeFixtureTree(join(work, 'poison'), 2, 10);
+    // a poison object: binary junk, every line of it dead-lettered once the tenant runs
+    const junk = Array.from({ length: 200 }, () => randomBytes(64).toString('latin1').replace(/\n/g, ' ')).join('\n');
+    writeFileSync(join(poisonTree.root, ...poisonTree.files[0]!.split('/').slice(0, -1), 'junk.log'), junk);
+    tcm = await startTcmServer({ pat: 'the-right-pat', tenantId: 'db7fad32-0175-431a-b176-7a71be70c2ac' });
     // a checkpoint file that is not one: the tenant cannot start (and is retried), the others run
     mkdirSync(join(work, 'state', 'poison'), { recursive: true });
     writeFileSync(join(work, 'state', 'poison', 'checkpoints.json'), '{"this is": "not a checkpoint"');
@@ -67,13 +75,16 @@ describe('tenant isolation', () => {
         '  - id: poison',
         `    sources: [ { type: directory, path: ${dir('poison')}, pollInterval: 200ms } ]`,
         `    destinations: [ { type: otlp, endpoint: ${JSON.stringify(ok.url)} } ]`,
+        '  - id: badcreds',
+        `    sources: [ { type: tcm, tenantId: db7fad32-0175-431a-b176-7a71be70c2ac, url: ${JSON.stringify(tcm.url)}, patEnv: WRONG_PAT, pollInterval: 1s } ]`,
+        `    destinations: [ { type: otlp, endpoint: ${JSON.stringify(ok.url)} } ]`,
         '  - id: healthy',
         `    sources: [ { type: directory, path: ${dir('healthy')}, pollInterval: 200ms } ]`,
         `    destinations: [ { type: otlp, endpoint: ${JSON.stringify(ok.url)} } ]`,
       ].join('\n'),
     );
 
-    daemon = await startDaemon(['--config', config]);
+    daemon = await startDaemon(['--config', config], { env: { WRONG_PAT: 'not-the-right-pat' } });
     const t0 = Date.now();
     await ok.waitForRecords(healthyTree.records.length, 20_000);
     const healthyAfterMs = Date.now() - t0;
@@ -88,7 +99,7 @@ describe('tenant isolation', () => {
       const r = await daemon!.get('/readyz');
       const b = JSON.parse(r.body) as ReadyBody;
       const t = b.tenants;
-      const seen = t.down?.destinations[0]?.lastError && t.nosource?.sources[0]?.lastError && t.poison?.lastError && t.healthy?.ready;
+      const seen = t.down?.destinations[0]?.lastError && t.nosource?.sources[0]?.lastError && t.badcreds?.sources[0]?.lastError && t.poison?.lastError && t.healthy?.ready;
       return seen ? { status: r.status, body: b } : undefined;
     });
     expect(ready.status).toBe(503);
@@ -104,6 +115,8 @@ describe('tenant isolation', () => {
     expect(t.nosource!.sources[0]).toMatchObject({ state: 'failing' });
     expect(t.nosource!.sources[0]!.lastError).toMatch(/ENOENT|no such file/);
     expect(t.nosource!.destinations[0]).toMatchObject({ reached: true }); // a source problem is not a readiness problem
+    expect(t.badcreds!.sources[0]).toMatchObject({ state: 'failing' });
+    expect(t.badcreds!.sources[0]!.lastError).toMatch(/sign-in rejected \(HTTP 401\)/);
     expect(t.poison).toMatchObject({ state: 'failed' });
     expect(t.poison!.lastError).toMatch(/JSON|checkpoint/);
 
@@ -123,6 +136,7 @@ describe('tenant isolation', () => {
     expect(metricValue(m, 'tao_export_retries_total', { tenant: 'down', destination: 'otlp' })).toBeGreaterThan(0);
     expect(metricValue(m, 'tao_events_exported_total', { tenant: 'down' })).toBeUndefined();
     expect(metricValue(m, 'tao_source_up', { tenant: 'nosource' })).toBe(0);
+    expect(metricValue(m, 'tao_source_up', { tenant: 'badcreds' })).toBe(0);
     expect(metricValue(m, 'tao_source_up', { tenant: 'healthy' })).toBe(1);
     expect(metricValue(m, 'tao_destination_up', { tenant: 'down' })).toBe(0);
     expect(metricValue(m, 'tao_destination_up', { tenant: 'healthy' })).toBe(1);
@@ -142,6 +156,9 @@ describe('tenant isolation', () => {
     down.setStatus(null);
     await down.waitForRecords(200, 30_000);
     await ok.waitForRecords(healthyTree.records.length + 20 + 20, 30_000);
+    expect(ok.records().filter((r) => r.resource['tableau.tenant.id'] === 'poison').length).toBe(20);
+    const poisonMetrics = (await daemon.get('/metrics')).body;
+    expect(metricValue(poisonMetrics, 'tao_events_dead_lettered_total', { tenant: 'poison' })).toBeGreaterThan(100);
     const readyNow = await waitFor('ready', async () => ((await daemon!.get('/readyz')).status === 200 ? true : undefined), 10_000);
     expect(readyNow).toBe(true);
 

@@ -341,7 +341,8 @@ export class Daemon {
     const catalogHash = hashTree(catalog.dir);
     const stateDir = resolve(baseDir, config.state.dir);
     const settings = pipelineSettings(loaded, this.options.once);
-    const workers = config.pipeline.workers ?? Math.max(1, Math.min(4, availableParallelism()));
+    // the main thread reads, gunzips and sends, so it needs a core too: one worker fewer than cores
+    const workers = config.pipeline.workers ?? Math.max(1, Math.min(4, availableParallelism() - 1));
     const tenants = new Map<string, TenantPlan>();
     const poolTenants: string[] = [];
     for (const t of config.tenants) {

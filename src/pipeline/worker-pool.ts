@@ -20,6 +20,12 @@ interface Slot {
   busy: Map<number, Pending>;
 }
 
+/**
+ * Heap limits of a worker: it holds at most PER_WORKER batches (a few MB each as objects), so
+ * these are generous, and they keep each worker's heap from growing lazily to hundreds of MB.
+ */
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 192 };
+
 /** Tasks queued per worker before new ones wait in the pool's own queue. */
 const PER_WORKER = 2;
 
@@ -40,7 +46,7 @@ export class EncodeWorkerPool {
 
   private spawn(): Slot {
     const file = fileURLToPath(new URL('./encode-worker.js', import.meta.url));
-    const worker = new Worker(file, { workerData: this.init });
+    const worker = new Worker(file, { workerData: this.init, resourceLimits: WORKER_LIMITS });
     const slot: Slot = { worker, busy: new Map() };
     worker.on('message', (msg: { id: number; result?: ChunkResult; error?: string }) => {
       const p = slot.busy.get(msg.id);
