@@ -1,0 +1,10 @@
+/** Every fault scenario, in the order the table lists them. */
+import type { Scenario } from '../lib/harness.js';
+import { kill9 } from './kill9.js';
+import { destinationDown, destination429, destinationSlow } from './destinations.js';
+import { s3Restart, s3Resets, s3Throttle } from './s3.js';
+import { diskFull } from './disk-full.js';
+import { badInput } from './bad-input.js';
+import { securitySecrets, securityTls, securityTenants, securityPaths } from './security.js';
+
+export const SCENARIOS: Scenario[] = [kill9, destinationDown, destination429, destinationSlow, s3Restart, s3Resets, s3Throttle, diskFull, badInput, securitySecrets, securityTls, securityTenants, securityPaths];
