@@ -26,7 +26,7 @@ export interface DestinationBuildContext {
 export function createDestination(config: DestinationConfig, ctx: DestinationBuildContext): Destination {
   switch (config.type) {
     case 'otlp':
-      return new OtlpDestination(config);
+      return new OtlpDestination(config, ctx.baseDir);
     case 'file':
       return new FileDestination(config.path === '-' ? config : { ...config, path: resolve(ctx.baseDir, config.path) });
     case 'splunk-hec':

@@ -1,18 +1,22 @@
 /**
  * `type: otlp`: OTLP/HTTP, protobuf by default or JSON. The request bodies come from the encode
- * workers (our direct protobuf encoder, or OpenTelemetry JS's JSON serializer); transport,
- * compression, headers, timeouts, the exporter's own retries and the standard
- * OTEL_EXPORTER_OTLP_* variables are OpenTelemetry JS's (otlp-exporter-base), so the endpoint
- * behaves as in every SDK. Each export's result callback is the acknowledgement the checkpoint
- * waits for.
+ * workers (our direct protobuf encoder, or OpenTelemetry JS's JSON serializer). The endpoint,
+ * headers, compression and timeout are resolved by OpenTelemetry JS's own configuration code
+ * (otlp-exporter-base), so config options and the standard OTEL_EXPORTER_OTLP_* variables behave
+ * as in every SDK. The request itself goes through our HTTP client, so the status code and
+ * `Retry-After` of every answer reach the shared retry policy (the SDK's exporter swallows both
+ * once its own retry budget is spent), and TLS can be configured per destination.
  */
 import { z } from 'zod';
-import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
-import { createOtlpHttpExportDelegate, convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node-http';
-import { ExportResultCode } from '@opentelemetry/core';
+import { gzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import { convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node-http';
 import type { Destination, SendOutcome } from './destination.js';
 import { classifyHttpStatus } from './destination.js';
 import type { EncodingSpec } from './encodings.js';
+import { HttpClient, NetworkError, tlsConfigShape } from './http-client.js';
+
+const gzipAsync = promisify(gzip);
 
 export const otlpProtocolSchema = z.enum(['http/protobuf', 'http/json']);
 export type OtlpProtocol = z.infer<typeof otlpProtocolSchema>;
@@ -26,8 +30,9 @@ export const otlpDestinationConfigSchema = z
     protocol: otlpProtocolSchema.optional(),
     headers: z.record(z.string(), z.string()).optional(),
     compression: z.enum(['gzip', 'none']).optional(),
-    /** Per request, milliseconds. */
+    /** Per request, milliseconds (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 10000). */
     timeoutMs: z.number().int().positive().optional(),
+    ...tlsConfigShape,
   })
   .strict();
 export type OtlpDestinationConfig = z.infer<typeof otlpDestinationConfigSchema>;
@@ -45,21 +50,18 @@ export function resolveProtocol(configured: OtlpProtocol | undefined, env: NodeJ
   return 'http/protobuf';
 }
 
-/** The bodies are already encoded: the exporter's serializer passes them through. */
-const passThrough = {
-  serializeRequest: (payload: Uint8Array) => payload,
-  deserializeResponse: (data: Uint8Array) => data,
-};
-const payloadMetrics = { name: 'log' as const, countItems: () => 0 };
 const EMPTY_PROTOBUF_REQUEST = new Uint8Array(0);
 const EMPTY_JSON_REQUEST = new TextEncoder().encode('{"resourceLogs":[]}');
 
 export class OtlpDestination implements Destination {
   readonly name: string;
   readonly encoding: EncodingSpec;
-  private readonly exporter: OTLPExporterBase<Uint8Array>;
+  private readonly url: URL;
+  private readonly headers: () => Promise<Record<string, string>>;
+  private readonly gzip: boolean;
+  private readonly client: HttpClient;
 
-  constructor(config: OtlpDestinationConfig) {
+  constructor(config: OtlpDestinationConfig, baseDir: string = process.cwd()) {
     this.name = config.name ?? 'otlp';
     const protocol = resolveProtocol(config.protocol);
     this.encoding = protocol === 'http/json' ? { kind: 'otlp-json' } : { kind: 'otlp-protobuf' };
@@ -70,30 +72,38 @@ export class OtlpDestination implements Destination {
       ...(config.timeoutMs ? { timeoutMillis: config.timeoutMs } : {}),
     };
     const contentType = protocol === 'http/json' ? 'application/json' : 'application/x-protobuf';
-    this.exporter = new OTLPExporterBase(
-      createOtlpHttpExportDelegate(convertLegacyHttpOptions(options, 'LOGS', 'v1/logs', { 'Content-Type': contentType }), passThrough, 'tableau_activity_otel_otlp_http_log_exporter', payloadMetrics, undefined),
-    );
+    // the SDK's resolution of options and OTEL_EXPORTER_OTLP_* variables
+    const resolved = convertLegacyHttpOptions(options, 'LOGS', 'v1/logs', { 'Content-Type': contentType });
+    this.url = new URL(resolved.url);
+    this.headers = resolved.headers;
+    this.gzip = resolved.compression === 'gzip';
+    this.client = new HttpClient({ caFile: config.caFile, insecureSkipVerify: config.insecureSkipVerify }, baseDir, resolved.timeoutMillis);
   }
 
-  send(payload: Uint8Array): Promise<SendOutcome> {
-    return new Promise((resolve) => {
-      this.exporter.export(payload, (result) => {
-        if (result.code === ExportResultCode.SUCCESS) return resolve({ kind: 'done' });
-        const err = result.error as (Error & { code?: number; data?: string }) | undefined;
-        const status = typeof err?.code === 'number' ? err.code : undefined;
-        const reason = status ? `HTTP ${status}${err?.message ? ` ${err.message}` : ''}` : (err?.message ?? 'export failed');
-        if (status === undefined) return resolve({ kind: 'retry', reason });
-        resolve(classifyHttpStatus(status, reason, undefined, err?.data?.slice(0, 2000)));
-      });
-    });
+  async send(payload: Uint8Array, _records?: number, signal?: AbortSignal): Promise<SendOutcome> {
+    const headers = { ...(await this.headers()) };
+    let body = payload;
+    if (this.gzip) {
+      body = await gzipAsync(payload);
+      headers['Content-Encoding'] = 'gzip';
+    }
+    try {
+      const res = await this.client.post(this.url, headers, body, signal);
+      if (res.status >= 200 && res.status < 300) return { kind: 'done' };
+      const retryAfter = res.headers['retry-after'];
+      return classifyHttpStatus(res.status, `HTTP ${res.status}${res.body ? `: ${res.body.slice(0, 200)}` : ''}`, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, res.body.slice(0, 2000));
+    } catch (err) {
+      if (err instanceof NetworkError) return { kind: 'retry', reason: err.message };
+      throw err;
+    }
   }
 
   /** An empty ExportLogsServiceRequest (no records): every OTLP receiver accepts it. */
-  probe(): Promise<SendOutcome> {
-    return this.send(this.encoding.kind === 'otlp-json' ? EMPTY_JSON_REQUEST : EMPTY_PROTOBUF_REQUEST);
+  probe(signal?: AbortSignal): Promise<SendOutcome> {
+    return this.send(this.encoding.kind === 'otlp-json' ? EMPTY_JSON_REQUEST : EMPTY_PROTOBUF_REQUEST, 0, signal);
   }
 
   async shutdown(): Promise<void> {
-    await this.exporter.shutdown();
+    this.client.close();
   }
 }
