@@ -377,7 +377,8 @@ export function encodeLogsRequest(records: readonly MappedLogRecord[], scope: In
  * resource into one ScopeLogs each; finish() assembles the ExportLogsServiceRequest.
  */
 export class DirectLogsRequestWriter implements DirectRecordWriter {
-  private readonly groups = new Map<string, { resource: ResourceDescriptor; w: ProtoWriter }>();
+  /** Per resource: a writer that starts with its ResourceLogs/ScopeLogs header, records follow. */
+  private readonly groups = new Map<string, { w: ProtoWriter; open: [number, number] }>();
   private w: ProtoWriter | null = null;
   private recordStart = 0;
   /** Names set on the current record: name → record generation. */
@@ -390,7 +391,8 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   begin(resource: ResourceDescriptor, timeUnixNano: bigint, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void {
     let g = this.groups.get(resource.key);
     if (!g) {
-      g = { resource, w: new ProtoWriter(1 << 20) };
+      const w = new ProtoWriter(4 << 20);
+      g = { w, open: beginResourceLogs(w, resource, this.scope) };
       this.groups.set(resource.key, g);
     }
     const w = (this.w = g.w);
@@ -439,14 +441,14 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** The request, or null when no record was written. */
   finish(): Uint8Array | null {
     if (this.count === 0) return null;
+    const groups = [...this.groups.values()];
+    for (const g of groups) endResourceLogs(g.w, g.open);
+    // one resource (the usual case): its writer already holds the whole request
+    if (groups.length === 1) return groups[0]!.w.take();
     let size = 0;
-    for (const g of this.groups.values()) size += g.w.pos;
-    const out = new ProtoWriter(size + 4096);
-    for (const { resource, w } of this.groups.values()) {
-      const open = beginResourceLogs(out, resource, this.scope);
-      out.raw(w.buf, w.pos);
-      endResourceLogs(out, open);
-    }
+    for (const g of groups) size += g.w.pos;
+    const out = new ProtoWriter(size);
+    for (const g of groups) out.raw(g.w.buf, g.w.pos);
     return out.take();
   }
 }
