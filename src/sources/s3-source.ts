@@ -26,7 +26,7 @@ import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
 import type { SourceMetrics } from '../daemon/metrics.js';
 import type { Logger } from '../daemon/logger.js';
 import { durationSchema } from '../util/duration.js';
-import { createS3Client, SdkS3Lister, type S3Lister } from './s3-client.js';
+import { awsCredentialsShape, checkAwsCredentials, createS3Client, SdkS3Lister, type S3Lister } from './s3-client.js';
 import { readS3Object, type S3ObjectReaderOptions } from './s3-object-reader.js';
 import { addHours, discoverRoots, hourFromMs, hourToMs, limiter, listRootObjects, parseTimeBound, type Hour, type PartitionObject, type PartitionRoot } from './s3-partitions.js';
 
@@ -54,21 +54,11 @@ export const s3SourceConfigSchema = z
     lookbackHours: z.number().int().min(0).max(24 * 31).default(3),
     /** Objects read at once. */
     concurrency: z.number().int().min(1).max(64).default(4),
-    roleArn: z.string().regex(/^arn:aws[\w-]*:iam::\d{12}:role\/.+$/, 'expected arn:aws:iam::<account>:role/<name>').optional(),
-    externalId: z.string().min(2).max(1224).optional(),
-    roleSessionName: z.string().regex(/^[\w+=,.@-]{2,64}$/).optional(),
-    /** Names of environment variables holding static keys (never the keys themselves). */
-    accessKeyIdEnv: z.string().min(1).optional(),
-    secretAccessKeyEnv: z.string().min(1).optional(),
-    sessionTokenEnv: z.string().min(1).optional(),
+    ...awsCredentialsShape,
   })
   .strict()
   .superRefine((c, ctx) => {
-    if (Boolean(c.accessKeyIdEnv) !== Boolean(c.secretAccessKeyEnv)) {
-      ctx.addIssue({ code: 'custom', path: [c.accessKeyIdEnv ? 'secretAccessKeyEnv' : 'accessKeyIdEnv'], message: 'accessKeyIdEnv and secretAccessKeyEnv go together' });
-    }
-    if (c.sessionTokenEnv && !c.accessKeyIdEnv) ctx.addIssue({ code: 'custom', path: ['sessionTokenEnv'], message: 'sessionTokenEnv needs accessKeyIdEnv and secretAccessKeyEnv' });
-    if ((c.externalId || c.roleSessionName) && !c.roleArn) ctx.addIssue({ code: 'custom', path: [c.externalId ? 'externalId' : 'roleSessionName'], message: 'only used with roleArn' });
+    checkAwsCredentials(c, ctx);
     if (c.forcePathStyle && !c.endpoint) ctx.addIssue({ code: 'custom', path: ['forcePathStyle'], message: 'only used with endpoint' });
     if (c.since && c.until) {
       const now = Date.now();

@@ -37,7 +37,7 @@ import type { SourceMetrics } from '../daemon/metrics.js';
 import type { Logger } from '../daemon/logger.js';
 import { durationSchema } from '../util/duration.js';
 import { parseObjectKey } from '../decoding/object-key.js';
-import { createS3Client, isAccessError, isCredentialError, isKmsError, s3ErrorInfo, S3_REQUEST_SETTINGS, type S3ErrorInfo } from './s3-client.js';
+import { awsCredentialsShape, checkAwsCredentials, createS3Client, isAccessError, isCredentialError, isKmsError, s3ErrorInfo, S3_REQUEST_SETTINGS, type S3ErrorInfo } from './s3-client.js';
 import { readS3Object, s3ObjectError, sleep, type S3ObjectReaderOptions } from './s3-object-reader.js';
 import { hourToMs } from './s3-partitions.js';
 import { normalizeEtag, parseNotification, type NotifiedObject } from './s3-notifications.js';
@@ -67,20 +67,11 @@ export const s3SqsSourceConfigSchema = z
     concurrency: z.number().int().min(1).max(64).default(10),
     /** Long-polling wait of an idle receive (SQS allows 20 s). */
     waitTime: durationSchema.default(10_000),
-    roleArn: z.string().regex(/^arn:aws[\w-]*:iam::\d{12}:role\/.+$/, 'expected arn:aws:iam::<account>:role/<name>').optional(),
-    externalId: z.string().min(2).max(1224).optional(),
-    roleSessionName: z.string().regex(/^[\w+=,.@-]{2,64}$/).optional(),
-    accessKeyIdEnv: z.string().min(1).optional(),
-    secretAccessKeyEnv: z.string().min(1).optional(),
-    sessionTokenEnv: z.string().min(1).optional(),
+    ...awsCredentialsShape,
   })
   .strict()
   .superRefine((c, ctx) => {
-    if (Boolean(c.accessKeyIdEnv) !== Boolean(c.secretAccessKeyEnv)) {
-      ctx.addIssue({ code: 'custom', path: [c.accessKeyIdEnv ? 'secretAccessKeyEnv' : 'accessKeyIdEnv'], message: 'accessKeyIdEnv and secretAccessKeyEnv go together' });
-    }
-    if (c.sessionTokenEnv && !c.accessKeyIdEnv) ctx.addIssue({ code: 'custom', path: ['sessionTokenEnv'], message: 'sessionTokenEnv needs accessKeyIdEnv and secretAccessKeyEnv' });
-    if ((c.externalId || c.roleSessionName) && !c.roleArn) ctx.addIssue({ code: 'custom', path: [c.externalId ? 'externalId' : 'roleSessionName'], message: 'only used with roleArn' });
+    checkAwsCredentials(c, ctx);
     if (c.forcePathStyle && !c.s3Endpoint) ctx.addIssue({ code: 'custom', path: ['forcePathStyle'], message: 'only used with s3Endpoint' });
     if (c.visibilityTimeout < 2_000 || c.visibilityTimeout > 43_200_000) ctx.addIssue({ code: 'custom', path: ['visibilityTimeout'], message: 'between 2s and 12h' });
     if (c.waitTime < 1_000 || c.waitTime > 20_000) ctx.addIssue({ code: 'custom', path: ['waitTime'], message: 'between 1s and 20s (the longest SQS long poll)' });
