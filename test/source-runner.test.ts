@@ -122,3 +122,55 @@ describe('read failures', () => {
     expect(letters[0].reason).toMatch(/unreadable after line 20: corrupt object/);
   });
 });
+
+describe('schema drift reporting', () => {
+  it('a record with thousands of made-up attributes: every value delivered, at most a bounded number of drift log lines and metric labels', async () => {
+    const { DaemonMetrics } = await import('../src/daemon/metrics.js');
+    receiver = await startOtlpReceiver();
+    const dir = tempDir();
+    const lines: string[] = [];
+    const log = {
+      ...silentLogger(),
+      child() {
+        return this;
+      },
+      warn(obj: unknown, msg?: string) {
+        lines.push(String(msg ?? obj));
+      },
+    } as unknown as ReturnType<typeof silentLogger>;
+    const deadLetters = new DeadLetterStore(join(dir, 'dead-letter'));
+    const checkpoints = new CheckpointSaver(new CheckpointStore(dir), deadLetters, 0, silentLogger());
+    const pool = new EncodeWorkerPool(0, { catalog: loadCatalog(), scope: { name: 't', version: '0' }, tenants: [{ id: 't' }] });
+    const wide: Record<string, unknown> = { eventTime: '2026-11-29T01:00:00Z', actorUserLuid: 'u', testSeq: 1 };
+    for (let i = 0; i < 5000; i++) wide[`madeUp${i}`] = i;
+    const source: Source = {
+      type: 'test',
+      id: 'wide',
+      pollIntervalMs: 10,
+      async pending(cp) {
+        if (cp.objects[KEY]?.done) return [];
+        return [{ key: KEY, identity: 'wide', resumeAfterLine: 0, async *open() { yield Buffer.from(JSON.stringify(wide) + '\n'); } }];
+      },
+    };
+    const metrics = new DaemonMetrics();
+    const runner = new SourceRunner(
+      source,
+      { tenantId: 't', pool, destinations: [new OtlpDestination({ type: 'otlp', endpoint: receiver.url })], deadLetters, checkpoints, stats: new PipelineStats(), log, settings: DEFAULT_PIPELINE_SETTINGS, driftSeen: new Set(), metrics },
+      new AbortController().signal,
+    );
+    await runner.drain(new AbortController().signal);
+    const got = receiver.records();
+    expect(got).toHaveLength(1);
+    expect(got[0]!.attributes['tableau.made_up4999']).toBe(4999);
+    const driftLines = lines.filter((l) => /undocumented attribute|more than/.test(l));
+    expect(driftLines.length).toBeLessThanOrEqual(201);
+    expect(driftLines.some((l) => /more than 200/.test(l))).toBe(true);
+    const text = await metrics.registry.getSingleMetricAsString('tao_unknown_attributes_total');
+    const series = text.split('\n').filter((l) => l.startsWith('tao_unknown_attributes_total{'));
+    expect(series.length).toBeLessThanOrEqual(201);
+    // 5 001 undocumented attributes (5 000 made up + testSeq), each counted once: 200 by name, the rest together
+    const value = (l: string) => Number(l.slice(l.lastIndexOf(' ') + 1));
+    expect(series.reduce((n, l) => n + value(l), 0)).toBe(5001);
+    expect(value(series.find((l) => l.includes('attribute="(other)"'))!)).toBe(4801);
+  });
+});

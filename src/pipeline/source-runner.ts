@@ -607,7 +607,7 @@ export class SourceRunner {
 
   /** What the workers found: dead letters, drops, counts and schema drift. */
   private async record(b: Batch, result: ChunkResult): Promise<void> {
-    const { stats, metrics, tenantId, driftSeen } = this.ctx;
+    const { stats, metrics, tenantId } = this.ctx;
     stats.linesRead += result.linesRead;
     this.progress.events += result.linesRead;
     stats.recordsMapped += result.records;
@@ -619,22 +619,42 @@ export class SourceRunner {
     }
     if (metrics) for (const [type, n] of Object.entries(result.byType)) metrics.eventsByType.inc({ tenant: tenantId, event_type: type }, n);
     for (const [type, n] of Object.entries(result.unknownEventTypes)) {
-      metrics?.unknownEventTypes.inc({ tenant: tenantId, event_type: type }, n);
-      if (!driftSeen.has(`t:${type}`) && driftSeen.size < 10_000) {
-        driftSeen.add(`t:${type}`);
-        this.log.warn({ eventType: type }, 'unknown event type seen: exported with the default mapping');
-      }
+      const known = this.driftName(`t:${type}`);
+      metrics?.unknownEventTypes.inc({ tenant: tenantId, event_type: known ? type : DRIFT_OVERFLOW_LABEL }, n);
+      if (known === 'new') this.log.warn({ eventType: type }, 'unknown event type seen: exported with the default mapping');
     }
     for (const [name, n] of Object.entries(result.unknownAttributes)) {
       const dot = name.indexOf('.');
-      metrics?.unknownAttributes.inc({ tenant: tenantId, event_type: name.slice(0, dot), attribute: name.slice(dot + 1) }, n);
-      if (!driftSeen.has(`a:${name}`) && driftSeen.size < 10_000) {
-        driftSeen.add(`a:${name}`);
-        this.log.warn({ attribute: name }, 'undocumented attribute seen: exported with the default mapping');
-      }
+      const known = this.driftName(`a:${name}`);
+      metrics?.unknownAttributes.inc({ tenant: tenantId, event_type: name.slice(0, dot), attribute: known ? name.slice(dot + 1) : DRIFT_OVERFLOW_LABEL }, n);
+      if (known === 'new') this.log.warn({ attribute: name }, 'undocumented attribute seen: exported with the default mapping');
     }
   }
+
+  /**
+   * Schema drift is reported per name, but a flood of names (one record with 100 000 made-up
+   * attributes) must not become 100 000 log lines or metric label values: past
+   * MAX_DRIFT_NAMES names per tenant, further ones are counted under one label and logged once.
+   */
+  private driftName(key: string): 'new' | 'known' | null {
+    const seen = this.ctx.driftSeen;
+    if (seen.has(key)) return 'known';
+    if (seen.size < MAX_DRIFT_NAMES) {
+      seen.add(key);
+      return 'new';
+    }
+    if (!seen.has(DRIFT_OVERFLOW_KEY)) {
+      seen.add(DRIFT_OVERFLOW_KEY);
+      this.log.warn({ names: MAX_DRIFT_NAMES }, `more than ${MAX_DRIFT_NAMES} unknown event types and attributes: further ones are counted as "${DRIFT_OVERFLOW_LABEL}" and not logged`);
+    }
+    return null;
+  }
 }
+
+/** Unknown names logged and labelled per tenant before they are lumped together. */
+const MAX_DRIFT_NAMES = 200;
+const DRIFT_OVERFLOW_KEY = '\u0000overflow';
+const DRIFT_OVERFLOW_LABEL = '(other)';
 
 /** Starts reading an object (so its first bytes are on the way) without consuming them. */
 function prefetch(source: AsyncIterable<Buffer | Uint8Array>): AsyncIterator<Buffer | Uint8Array> {
