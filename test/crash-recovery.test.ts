@@ -6,7 +6,7 @@ import { describe, it, expect, afterEach } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
-import { runCli, startCli } from './support/cli-process.js';
+import { killMidRun, runCli } from './support/cli-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 
 let receiver: OtlpReceiver | undefined;
@@ -38,19 +38,8 @@ describe('crash recovery', () => {
     const KILLS = 5;
     let killed = 0;
     for (let i = 0; i < KILLS; i++) {
-      const before = receiver.records().length;
-      const proc = startCli(['run', '--once', '--config', config]);
-      // wait until this run has delivered something, then kill it at a random moment
-      const deadline = Date.now() + 20_000;
-      while (receiver.records().length < before + BATCH && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 300)));
-      const alive = proc.child.exitCode === null;
-      proc.child.kill('SIGKILL');
-      const res = await proc.exited;
-      if (alive) {
-        expect(res.signal).toBe('SIGKILL');
-        killed++;
-      }
+      // once this run has delivered something, kill it at a random moment
+      if (await killMidRun(['run', '--once', '--config', config], { delivered: () => receiver!.records().length, atLeast: BATCH, waitMs: 20_000, jitterMs: 300 })) killed++;
     }
     expect(killed).toBeGreaterThanOrEqual(3);
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { startDatadogServer, tagsOf, type DatadogServer, type DatadogEntry } from './support/datadog-server.js';
 import { hasOpenssl, makeTestCertificates } from './support/hec-server.js';
 import { runCli, type CliResult } from './support/cli-process.js';
+import { writeDirectoryTenantConfig } from './support/config-files.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 import { createDatadogEncoder, datadogEntry, datadogStatus, DatadogEntryWriter, type DatadogEncoding } from '../src/export/datadog/encoder.js';
 import { datadogDestinationConfigSchema, datadogLogsUrl } from '../src/export/datadog/config.js';
@@ -29,20 +30,8 @@ async function datadog(options: Parameters<typeof startDatadogServer>[0] = { api
   return s;
 }
 
-function writeConfig(work: string, destination: Record<string, unknown>, pipeline = 'batchSize: 100, maxInFlightBatches: 2'): string {
-  const file = join(work, 'config.yaml');
-  writeFileSync(
-    file,
-    [
-      `state: { dir: ${JSON.stringify(join(work, 'state'))} }`,
-      `pipeline: { ${pipeline} }`,
-      'tenants:',
-      '  - id: acme',
-      `    sources: [ { type: directory, path: ${JSON.stringify(join(work, 'logs'))} } ]`,
-      `    destinations: [ ${JSON.stringify({ type: 'datadog', apiKeyEnv: KEY_ENV, ...destination })} ]`,
-    ].join('\n'),
-  );
-  return file;
+function writeConfig(work: string, destination: Record<string, unknown>, pipeline?: string): string {
+  return writeDirectoryTenantConfig(work, [{ type: 'datadog', apiKeyEnv: KEY_ENV, ...destination }], pipeline);
 }
 
 const run = (config: string, env: Record<string, string> = { [KEY_ENV]: API_KEY }, extra: string[] = []): Promise<CliResult> => runCli(['run', '--once', ...extra, '--config', config], { env });

@@ -13,7 +13,7 @@ import { gunzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { startS3Server, putActivityTree, activityLines, s3Key, hoursBack, type S3TestServer, type S3Request } from './support/s3-server.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedLogRecord } from './support/otlp-receiver.js';
-import { runCli, startCli } from './support/cli-process.js';
+import { killMidRun, runCli, startCli } from './support/cli-process.js';
 import { tempDir } from './support/activity-fixtures.js';
 import { S3Source, s3SourceConfigSchema, type S3SourceConfig } from '../src/sources/s3-source.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
@@ -523,20 +523,7 @@ describe('s3 source through the CLI', () => {
     const IN_FLIGHT = 2;
     const config = writeConfig(work, receiver.url, [{ id: 'crashy', sources: [s3SourceConfig(bucket)] }], { batchSize: BATCH, maxInFlightBatches: IN_FLIGHT });
     let killed = 0;
-    for (let i = 0; i < 1; i++) {
-      const before = receiver.records().length;
-      const proc = startCli(['run', '--once', '--config', config], { env: S3_ENV });
-      const deadline = Date.now() + 15_000;
-      while (receiver.records().length < before + 2 * BATCH && proc.child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 200)));
-      const alive = proc.child.exitCode === null;
-      proc.child.kill('SIGKILL');
-      const res = await proc.exited;
-      if (alive) {
-        expect(res.signal).toBe('SIGKILL');
-        killed++;
-      }
-    }
+    if (await killMidRun(['run', '--once', '--config', config], { env: S3_ENV, delivered: () => receiver.records().length, atLeast: 2 * BATCH, waitMs: 15_000, jitterMs: 200 })) killed++;
     expect(killed).toBe(1);
     expect(receiver.records().length).toBeLessThan(tree.records.length); // killed mid-run
     receiver.setDelay(0);

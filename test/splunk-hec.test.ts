@@ -8,6 +8,7 @@ import { readFileSync, readdirSync, writeFileSync, existsSync, mkdirSync } from 
 import { join } from 'node:path';
 import { startHecServer, hasOpenssl, makeTestCertificates, splitConcatenatedJson, type HecServer, type HecEvent } from './support/hec-server.js';
 import { runCli, type CliResult } from './support/cli-process.js';
+import { writeDirectoryTenantConfig } from './support/config-files.js';
 import { tempDir, writeFixtureTree, type FixtureRecord } from './support/activity-fixtures.js';
 import { createSplunkHecEncoder, epochSecondsLiteral, type SplunkHecEncoding } from '../src/export/splunk-hec/encoder.js';
 import { splunkHecDestinationConfigSchema, hecEventUrl, hecAckUrl } from '../src/export/splunk-hec/config.js';
@@ -29,20 +30,8 @@ async function hec(options: Parameters<typeof startHecServer>[0] = { token: TOKE
   return s;
 }
 
-function writeConfig(work: string, destination: Record<string, unknown>, pipeline = 'batchSize: 100, maxInFlightBatches: 2'): string {
-  const file = join(work, 'config.yaml');
-  writeFileSync(
-    file,
-    [
-      `state: { dir: ${JSON.stringify(join(work, 'state'))} }`,
-      `pipeline: { ${pipeline} }`,
-      'tenants:',
-      '  - id: acme',
-      `    sources: [ { type: directory, path: ${JSON.stringify(join(work, 'logs'))} } ]`,
-      `    destinations: [ ${JSON.stringify({ type: 'splunk-hec', tokenEnv: TOKEN_ENV, ...destination })} ]`,
-    ].join('\n'),
-  );
-  return file;
+function writeConfig(work: string, destination: Record<string, unknown>, pipeline?: string): string {
+  return writeDirectoryTenantConfig(work, [{ type: 'splunk-hec', tokenEnv: TOKEN_ENV, ...destination }], pipeline);
 }
 
 const run = (config: string, env: Record<string, string> = { [TOKEN_ENV]: TOKEN }): Promise<CliResult> => runCli(['run', '--once', '--config', config], { env });

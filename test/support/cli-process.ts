@@ -41,3 +41,24 @@ export function startCli(args: string[], options: { cwd?: string; env?: Record<s
 export function runCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
   return startCli(args, options).exited;
 }
+
+/**
+ * Starts the CLI, waits until `delivered()` has grown by `atLeast` (or the process ended, or
+ * `waitMs` passed), then kills it with SIGKILL after a random pause of up to `jitterMs`.
+ * Returns true when the process was still running when it was killed (it must then die by SIGKILL).
+ */
+export async function killMidRun(
+  args: string[],
+  options: { env?: Record<string, string>; delivered: () => number; atLeast: number; waitMs: number; jitterMs: number },
+): Promise<boolean> {
+  const before = options.delivered();
+  const proc = startCli(args, options.env ? { env: options.env } : {});
+  const deadline = Date.now() + options.waitMs;
+  while (options.delivered() < before + options.atLeast && proc.child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, Math.floor(Math.random() * options.jitterMs)));
+  const alive = proc.child.exitCode === null;
+  proc.child.kill('SIGKILL');
+  const res = await proc.exited;
+  if (alive && res.signal !== 'SIGKILL') throw new Error(`the CLI was running but ended with ${res.signal ?? `exit ${res.code}`}, not SIGKILL`);
+  return alive;
+}

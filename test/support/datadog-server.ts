@@ -12,9 +12,8 @@
  * Responses can be injected (408, 429 with Retry-After, 503, 400, 413 …); entries are recorded
  * only for accepted requests.
  */
-import http from 'node:http';
-import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import { listenLocal } from './local-server.js';
 import zlib from 'node:zlib';
 
 export const DD_MAX_ENTRIES = 1000;
@@ -113,20 +112,14 @@ export async function startDatadogServer(options: { apiKey: string; tls?: { key:
     });
   };
 
-  const server = options.tls ? https.createServer({ key: options.tls.key, cert: options.tls.cert }, handler) : http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const local = await listenLocal(handler, options.tls);
   return {
-    url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    url: local.url,
     requests,
     entries,
     problems,
     respondNext: (...r) => queue.push(...r),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: local.close,
   };
 }
 

@@ -15,9 +15,8 @@
  * Responses can be injected (429 with Retry-After, 503, 400 …); events are recorded only for
  * requests answered 2xx.
  */
-import http from 'node:http';
-import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import { listenLocal } from './local-server.js';
 import zlib from 'node:zlib';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -215,22 +214,16 @@ export async function startHecServer(options: HecServerOptions): Promise<HecServ
     });
   };
 
-  const server = options.tls ? https.createServer({ key: options.tls.key, cert: options.tls.cert }, handler) : http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const local = await listenLocal(handler, options.tls);
   return {
-    url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    url: local.url,
     requests,
     events,
     ackPolls,
     acked,
     problems,
     respondNext: (...r) => queue.push(...r),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: local.close,
   };
 }
 
