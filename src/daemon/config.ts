@@ -11,12 +11,11 @@
  * Relative paths are resolved against the config file's directory.
  */
 import { z } from 'zod';
-import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { sourceConfigSchema } from '../sources/source-registry.js';
 import { destinationConfigSchema } from '../export/destination-registry.js';
-import { FileError, parseYaml, positionOf, formatPath, validateYaml } from '../util/yaml-file.js';
-import { substituteEnv, type SubstitutionProblem } from './env-substitution.js';
+import { parseYaml, readTextFile, validateYaml } from '../util/yaml-file.js';
+import { substituteEnvInYaml } from './env-substitution.js';
 import { durationSchema } from '../util/duration.js';
 import { parseListenAddress } from './http-server.js';
 
@@ -93,21 +92,10 @@ export interface LoadedConfig {
 
 export function parseConfig(file: string, text: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   const parsed = parseYaml(file, text);
-  const problems: SubstitutionProblem[] = [];
-  const substituted = substituteEnv(parsed.value, env, problems);
-  if (problems.length > 0) {
-    throw new FileError(file, problems.map((p) => `${positionOf(parsed, p.path)}: ${formatPath(p.path)}: ${p.message}`));
-  }
-  const config = validateYaml(parsed, configSchema, substituted);
+  const config = validateYaml(parsed, configSchema, substituteEnvInYaml(parsed, env));
   return { file, baseDir: dirname(resolve(file)), config };
 }
 
 export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new FileError(file, [`1:1: cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
-  }
-  return parseConfig(file, text, env);
+  return parseConfig(file, readTextFile(file), env);
 }

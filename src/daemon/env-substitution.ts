@@ -4,6 +4,7 @@
  * `${VAR:-default}` gives a default; `$${` is a literal `${`. An unset variable without a
  * default is an error naming the path.
  */
+import { FileError, formatPath, positionOf, type ParsedYaml } from '../util/yaml-file.js';
 export interface SubstitutionProblem {
   path: PropertyKey[];
   message: string;
@@ -29,4 +30,12 @@ export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, problems: 
     return out;
   }
   return value;
+}
+
+/** The parsed document's value with `${VAR}` substituted; unset variables are a FileError naming file, line and path. */
+export function substituteEnvInYaml(parsed: ParsedYaml, env: NodeJS.ProcessEnv, value: unknown = parsed.value): unknown {
+  const problems: SubstitutionProblem[] = [];
+  const out = substituteEnv(value, env, problems);
+  if (problems.length > 0) throw new FileError(parsed.file, problems.map((p) => `${positionOf(parsed, p.path)}: ${formatPath(p.path)}: ${p.message}`));
+  return out;
 }

@@ -13,8 +13,7 @@ import {
   type EventMappingFile,
   type Family,
 } from './mapping-file-schema.js';
-import { FileError, loadYamlFile, parseYaml, positionOf, validateYaml } from '../util/yaml-file.js';
-import { readFileSync } from 'node:fs';
+import { FileError, loadYamlFile, parseYaml, positionOf, readTextFile, validateYaml } from '../util/yaml-file.js';
 import { compileTemplate, templateFields, TemplateError } from './body-template.js';
 import { snakeCase, DERIVED_ATTRIBUTES } from './record-mapper.js';
 
@@ -49,7 +48,7 @@ export function loadCatalog(dir: string = bundledMappingsDir()): Catalog {
       let entry: EventMappingFile;
       let position: (path: PropertyKey[]) => string;
       try {
-        const parsed = parseYaml(file, readFileSync(file, 'utf8'));
+        const parsed = parseYaml(file, readTextFile(file));
         entry = validateYaml(parsed, eventMappingFileSchema);
         position = (path) => positionOf(parsed, path);
       } catch (err) {

@@ -16,11 +16,10 @@
  */
 import { z } from 'zod';
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { severitySchema, type SeverityName } from './mapping-file-schema.js';
 import { globMatcher } from '../util/glob.js';
-import { FileError, formatPath, parseYaml, positionOf, validateYaml } from '../util/yaml-file.js';
-import { substituteEnv, type SubstitutionProblem } from '../daemon/env-substitution.js';
+import { FileError, parseYaml, positionOf, readTextFile, validateYaml } from '../util/yaml-file.js';
+import { substituteEnvInYaml } from '../daemon/env-substitution.js';
 import type { AttrValue } from './log-record.js';
 import { outputNamesOf, type Catalog } from './catalog.js';
 import { DERIVED_ATTRIBUTES } from './record-mapper.js';
@@ -161,16 +160,8 @@ export class TenantOverrides {
 }
 
 export function loadOverrides(file: string, env: NodeJS.ProcessEnv = process.env): TenantOverrides {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new FileError(file, [`1:1: cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
-  }
-  const parsed = parseYaml(file, text);
-  const problems: SubstitutionProblem[] = [];
-  const value = substituteEnv(parsed.value ?? {}, env, problems);
-  if (problems.length > 0) throw new FileError(file, problems.map((p) => `${positionOf(parsed, p.path)}: ${formatPath(p.path)}: ${p.message}`));
+  const parsed = parseYaml(file, readTextFile(file));
+  const value = substituteEnvInYaml(parsed, env, parsed.value ?? {});
   return new TenantOverrides(validateYaml(parsed, overridesFileSchema, value), { file, position: (p) => positionOf(parsed, p) });
 }
 

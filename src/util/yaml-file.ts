@@ -69,12 +69,15 @@ export function validateYaml<S extends z.ZodType>(parsed: ParsedYaml, schema: S,
   );
 }
 
-export function loadYamlFile<S extends z.ZodType>(file: string, schema: S): z.output<S> {
-  let text: string;
+/** A file's text; a file that cannot be read is a FileError naming it. */
+export function readTextFile(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (err) {
     throw new FileError(file, [`1:1: cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
   }
-  return validateYaml(parseYaml(file, text), schema);
+}
+
+export function loadYamlFile<S extends z.ZodType>(file: string, schema: S): z.output<S> {
+  return validateYaml(parseYaml(file, readTextFile(file)), schema);
 }
