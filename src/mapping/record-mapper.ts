@@ -279,7 +279,18 @@ export class RecordMapper {
     else if (map.size < MAX_DRIFT_NAMES) {
       map.set(name, 1);
       this.options.onSchemaDrift?.(kind, name);
-    }
+    } else return;
+    const recent = kind === 'eventType' ? this.recentDrift.unknownEventTypes : this.recentDrift.unknownAttributes;
+    recent.set(name, (recent.get(name) ?? 0) + 1);
+  }
+
+  private recentDrift: SchemaDriftCounters = { unknownEventTypes: new Map(), unknownAttributes: new Map() };
+
+  /** The drift counted since the last call (per chunk, for metrics), and start counting afresh. */
+  takeRecentDrift(): SchemaDriftCounters {
+    const out = this.recentDrift;
+    this.recentDrift = { unknownEventTypes: new Map(), unknownAttributes: new Map() };
+    return out;
   }
 
   /** Map one parsed line. `line` is its 1-based line number in the object. */

@@ -5,7 +5,7 @@
  * what happened (records, dead letters, drops, drift) and the main thread records it.
  */
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
-import { RecordMapper } from '../mapping/record-mapper.js';
+import { RecordMapper, type SchemaDriftCounters } from '../mapping/record-mapper.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
 import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
@@ -122,8 +122,7 @@ export class ChunkProcessor {
     const deadLetters: ChunkDeadLetter[] = [];
     const droppedByType: Record<string, number> = {};
     const byType: Record<string, number> = {};
-    const driftTypesBefore = new Map(mapper.drift.unknownEventTypes);
-    const driftAttrsBefore = new Map(mapper.drift.unknownAttributes);
+    mapper.takeRecentDrift(); // (nothing should be left over; start this chunk's count clean)
     let newest = 0n;
     let linesRead = 0;
     // OTLP protobuf only and no attribute overrides: map straight into the request bytes
@@ -196,20 +195,14 @@ export class ChunkProcessor {
       deadLetters,
       droppedByType,
       byType,
-      unknownEventTypes: delta(driftTypesBefore, mapper.drift.unknownEventTypes),
-      unknownAttributes: delta(driftAttrsBefore, mapper.drift.unknownAttributes),
+      ...driftOf(mapper.takeRecentDrift()),
       newestTimeUnixNano: newest.toString(),
     };
   }
 }
 
-function delta(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [k, v] of after) {
-    const d = v - (before.get(k) ?? 0);
-    if (d > 0) out[k] = d;
-  }
-  return out;
+function driftOf(d: SchemaDriftCounters): Pick<ChunkResult, 'unknownEventTypes' | 'unknownAttributes'> {
+  return { unknownEventTypes: Object.fromEntries(d.unknownEventTypes), unknownAttributes: Object.fromEntries(d.unknownAttributes) };
 }
 
 function isBlank(text: string): boolean {
