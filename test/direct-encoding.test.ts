@@ -10,6 +10,7 @@ import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { RecordMapper } from '../src/mapping/record-mapper.js';
+import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
 import { encodeLogsRequest, DirectLogsRequestWriter } from '../src/export/otlp-protobuf-encoder.js';
 import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
@@ -20,22 +21,40 @@ const catalog = loadCatalog();
 const scope = { name: 'tableau-activity-otel', version: '9.9.9' };
 const OBSERVED = 1_796_000_000_123_456_789n;
 
-function both(items: Array<{ key: string; value: unknown; line: number }>) {
+/**
+ * Maps the items three ways: map() + encodeLogsRequest, mapDirect() of the parsed value, and
+ * mapLineDirect() of the line's bytes scanned in place (what the pipeline does; lines the
+ * scanner declines go through mapDirect, as in the pipeline).
+ */
+function both(items: Array<{ key: string; value: unknown; line: number; text?: string }>) {
   const objectMapper = new RecordMapper(catalog, { tenantId: 't1' });
   const directMapper = new RecordMapper(catalog, { tenantId: 't1' });
+  const lineMapper = new RecordMapper(catalog, { tenantId: 't1' });
   const records: MappedLogRecord[] = [];
   const writer = new DirectLogsRequestWriter(scope);
-  for (const { key, value, line } of items) {
+  const lineWriter = new DirectLogsRequestWriter(scope);
+  const scanned = new FlatJsonLine();
+  let scannedLines = 0;
+  for (const { key, value, line, text } of items) {
     const ctx = { keyInfo: parseObjectKey(key), uidPrefix: 'abc' };
     const a = objectMapper.map(value, line, ctx, OBSERVED);
     const b = directMapper.mapDirect(value, line, ctx, OBSERVED, writer);
     expect(b.ok, JSON.stringify(value).slice(0, 200)).toBe(a.ok);
+    const bytes = Buffer.from(text ?? JSON.stringify(value));
+    const scannable = scanned.scan(bytes, 0, bytes.length);
+    if (scannable) scannedLines++;
+    const c = scannable ? lineMapper.mapLineDirect(scanned, line, ctx, OBSERVED, lineWriter) : lineMapper.mapDirect(value, line, ctx, OBSERVED, lineWriter);
+    expect(c.ok, JSON.stringify(value).slice(0, 200)).toBe(a.ok);
+    if (!a.ok && !c.ok) expect(c.reason).toBe(a.reason);
     if (a.ok) records.push(a.record);
   }
   const viaObjects = decodeOtlpLogsBody(encodeLogsRequest(records, scope), 'protobuf');
   const direct = writer.finish();
   const viaDirect = direct ? decodeOtlpLogsBody(direct, 'protobuf') : [];
-  return { viaObjects, viaDirect };
+  const fromLines = lineWriter.finish();
+  const viaLines = fromLines ? decodeOtlpLogsBody(fromLines, 'protobuf') : [];
+  expect(viaLines.map(canon).sort()).toEqual(viaObjects.map(canon).sort());
+  return { viaObjects, viaDirect, scannedLines };
 }
 
 const canon = (x: unknown) => JSON.stringify(x, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? [...v] : v));
@@ -63,7 +82,8 @@ describe('direct OTLP protobuf path = object path', () => {
       const key = entry.family === 'site' ? `pod=p1/siteLuid=s-${i % 3}/y=2026/m=11/d=29/h=10/eventType=${entry.eventType}/f.txt` : `tenant=t/y=2026/m=11/d=29/h=10/eventType=${entry.eventType}/f.txt`;
       return { key, value, line: i + 1 };
     });
-    const { viaObjects, viaDirect } = both(items);
+    const { viaObjects, viaDirect, scannedLines } = both(items);
+    expect(scannedLines).toBe(270);
     expect(viaObjects.length).toBe(270);
     expect(viaDirect.length).toBe(270);
     const sort = (xs: typeof viaObjects) => xs.map(canon).sort();
@@ -72,7 +92,7 @@ describe('direct OTLP protobuf path = object path', () => {
 
   it('for the bundled example tree', () => {
     const root = join(REPO_ROOT, 'examples', 'activity-log');
-    const items: Array<{ key: string; value: unknown; line: number }> = [];
+    const items: Array<{ key: string; value: unknown; line: number; text?: string }> = [];
     (function walk(dir: string) {
       for (const e of readdirSync(dir)) {
         const p = join(dir, e);
@@ -81,12 +101,13 @@ describe('direct OTLP protobuf path = object path', () => {
           let b = readFileSync(p);
           if (b[0] === 0x1f && b[1] === 0x8b) b = gunzipSync(b);
           b.toString('utf8').split(/\r?\n/).forEach((l, n) => {
-            if (l.trim()) items.push({ key: p.slice(root.length + 1), value: JSON.parse(l), line: n + 1 });
+            if (l.trim()) items.push({ key: p.slice(root.length + 1), value: JSON.parse(l), line: n + 1, text: l });
           });
         }
       }
     })(root);
-    const { viaObjects, viaDirect } = both(items);
+    const { viaObjects, viaDirect, scannedLines } = both(items);
+    expect(scannedLines).toBe(410);
     expect(viaDirect.length).toBe(410);
     expect(viaDirect.map(canon).sort()).toEqual(viaObjects.map(canon).sort());
   });
@@ -98,12 +119,15 @@ describe('direct OTLP protobuf path = object path', () => {
       { eventTime: '2026-11-29T10:00:00.5Z', nested: { a: [1, -2, 3.5, null, { deep: { deeper: ['x'] } }], e: {} }, big: 2 ** 53 - 1, neg: -42, negBig: -(2 ** 40), dbl: 1e-7, t: true, f: false },
       { eventTime: '2026-11-29T10:00:00.123Z', s1: 'é'.repeat(42), s2: 'é'.repeat(43), s3: '😀'.repeat(30), s4: 'x'.repeat(5000), lone: '\ud800x', requestUri: '/a/b?c=d&e=ü', method: 'GET' },
       { eventTime: '2026-11-29T10:00:00Z', eventOutcome: 'internal_error', isError: true, status: 'failure', actorUserLuid: 'u1' },
+      { eventTime: '2026-11-29T10:00:00.000000001Z', s1: 'é'.repeat(42), s2: 'é'.repeat(43), s3: '😀'.repeat(30), s4: 'x'.repeat(5000), requestUri: '/a/b?c=d&e=ü', initiatingUrl: 'https://x/ü', siteLuid: 's', n: -0, big: 12345678901234567890, e: 1e-300, nil: null, eventOutcome: 'unauthorized', isFailure: true },
+      { eventTime: '2026-11-29T10:00:00Z', siteLuid: 'other-site', eventType: 'vizql_http_request', ipAddress: '10.0.0.1', clientIp: '10.0.0.3', user: 'Zoë', status: 'FAILURE' },
     ].map((value, i) => ({ key, value, line: i + 1 }));
     items.push({ key: 'no/layout/file.txt', value: { eventTime: '2026-11-29T10:00:00Z', eventType: 'brand_new_type', x: 1 }, line: 9 });
     items.push({ key, value: { eventTime: 'garbage' } as never, line: 10 });
     items.push({ key, value: [1, 2] as never, line: 11 });
-    const { viaObjects, viaDirect } = both(items);
-    expect(viaDirect.length).toBe(5);
+    const { viaObjects, viaDirect, scannedLines } = both(items);
+    expect(scannedLines).toBe(6); // not: nesting, the lone surrogate's escape, the array
+    expect(viaDirect.length).toBe(7);
     expect(viaDirect.map(canon).sort()).toEqual(viaObjects.map(canon).sort());
     const raw = viaDirect.find((r) => r.attributes['tableau.raw.workbook_luid'] !== undefined)!;
     expect(raw.attributes['tableau.workbook_luid']).toBe('a');

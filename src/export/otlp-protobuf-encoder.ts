@@ -16,12 +16,14 @@
  */
 import type { AttrValue, InstrumentationScopeInfo, MappedLogRecord, ResourceDescriptor } from '../mapping/log-record.js';
 import type { DirectRecordWriter } from '../mapping/record-mapper.js';
+import { FlatJsonLine, KIND_STRING, KIND_STRING_UTF8, type RecordFields } from '../decoding/flat-json-line.js';
 
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
 const WIRE_LEN = 2;
 
 const tag = (field: number, wire: number): number => (field << 3) | wire;
+const varintSize = (v: number): number => (v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : v < 1 << 28 ? 4 : 5);
 const T_REQ_RESOURCE_LOGS = tag(1, WIRE_LEN);
 const T_RL_RESOURCE = tag(1, WIRE_LEN);
 const T_RL_SCOPE_LOGS = tag(2, WIRE_LEN);
@@ -153,6 +155,45 @@ export class ProtoWriter {
 
   /** `KeyValue.key` (field 1): cached per name, since attribute names repeat on every record. */
   key(name: string): void {
+    const enc = this.keyField(name);
+    const n = enc.length;
+    if (this.pos + n > this.buf.length) this.grow(n);
+    const buf = this.buf;
+    let p = this.pos;
+    for (let i = 0; i < n; i++) buf[p++] = enc[i]!;
+    this.pos = p;
+  }
+
+  /**
+   * One attribute whose value is a string already UTF-8 encoded in `src[start, end)`: a
+   * `KeyValue{key, AnyValue{string_value}}` under `fieldTag`, lengths computed up front and the
+   * value's bytes copied as they are.
+   */
+  stringAttribute(fieldTag: number, name: string, src: Buffer, start: number, end: number): void {
+    const key = this.keyField(name);
+    const len = end - start;
+    const anyLen = 1 + varintSize(len) + len;
+    const kvLen = key.length + 1 + varintSize(anyLen) + anyLen;
+    const total = 1 + varintSize(kvLen) + kvLen;
+    if (this.pos + total > this.buf.length) this.grow(total);
+    const buf = this.buf;
+    buf[this.pos++] = fieldTag;
+    this.varint(kvLen);
+    let p = this.pos;
+    for (let i = 0; i < key.length; i++) buf[p++] = key[i]!;
+    buf[p++] = T_KV_VALUE;
+    this.pos = p;
+    this.varint(anyLen);
+    buf[this.pos++] = T_AV_STRING;
+    this.varint(len);
+    p = this.pos;
+    if (len <= 64) for (let i = start; i < end; i++) buf[p++] = src[i]!;
+    else p += src.copy(buf, p, start, end);
+    this.pos = p;
+  }
+
+  /** The encoded `KeyValue.key` field (tag, length, bytes) of an attribute name. */
+  private keyField(name: string): Uint8Array {
     let enc = this.keys.get(name);
     if (enc === undefined) {
       const bytes = Buffer.from(name);
@@ -166,12 +207,7 @@ export class ProtoWriter {
       enc = Uint8Array.from([T_KV_KEY, ...lenBytes, ...bytes]);
       if (this.keys.size < 10_000) this.keys.set(name, enc);
     }
-    const n = enc.length;
-    if (this.pos + n > this.buf.length) this.grow(n);
-    const buf = this.buf;
-    let p = this.pos;
-    for (let i = 0; i < n; i++) buf[p++] = enc[i]!;
-    this.pos = p;
+    return enc;
   }
 
   /** Bytes written by another writer, as they are. */
@@ -374,11 +410,15 @@ export function encodeLogsRequest(records: readonly MappedLogRecord[], scope: In
 /**
  * Writes mapped records straight into OTLP protobuf as the mapper emits them
  * (RecordMapper.mapDirect): no record objects, no attribute objects. Records are grouped by
- * resource into one ScopeLogs each; finish() assembles the ExportLogsServiceRequest.
+ * resource into one ScopeLogs each; finish() assembles the ExportLogsServiceRequest. The writer
+ * is reused from request to request (reset()), so its buffers are allocated once.
  */
 export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** Per resource: a writer that starts with its ResourceLogs/ScopeLogs header, records follow. */
   private readonly groups = new Map<string, { w: ProtoWriter; open: [number, number] }>();
+  /** Writers of earlier requests, ready for reuse. */
+  private readonly spare: ProtoWriter[] = [];
+  private readonly joined = new ProtoWriter(1 << 16);
   private w: ProtoWriter | null = null;
   private recordStart = 0;
   /** Names set on the current record: name → record generation. */
@@ -388,10 +428,22 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
 
   constructor(private readonly scope: InstrumentationScopeInfo) {}
 
+  /** Starts a new request (what finish() returned before is overwritten from here on). */
+  reset(): void {
+    for (const g of this.groups.values()) {
+      g.w.reset();
+      if (this.spare.length < 8) this.spare.push(g.w);
+    }
+    this.groups.clear();
+    this.joined.reset();
+    this.w = null;
+    this.count = 0;
+  }
+
   begin(resource: ResourceDescriptor, timeUnixNano: bigint, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void {
     let g = this.groups.get(resource.key);
     if (!g) {
-      const w = new ProtoWriter(4 << 20);
+      const w = this.spare.pop() ?? new ProtoWriter(4 << 20);
       g = { w, open: beginResourceLogs(w, resource, this.scope) };
       this.groups.set(resource.key, g);
     }
@@ -426,6 +478,18 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.end(s);
   }
 
+  field(name: string, fields: RecordFields, i: number): void {
+    if (fields instanceof FlatJsonLine) {
+      const kind = fields.kinds[i];
+      if (kind === KIND_STRING || kind === KIND_STRING_UTF8) {
+        this.seen.set(name, this.generation);
+        this.w!.stringAttribute(T_LR_ATTRIBUTES, name, fields.buf, fields.starts[i]!, fields.ends[i]!);
+        return;
+      }
+    }
+    this.attr(name, fields.value(i) as AttrValue);
+  }
+
   end(body: string): void {
     const w = this.w!;
     w.byte(T_LR_BODY);
@@ -438,17 +502,17 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     this.count++;
   }
 
-  /** The request, or null when no record was written. */
+  /**
+   * The request, or null when no record was written. It is a view into the writer's own buffer,
+   * valid until reset(): copy it to keep it.
+   */
   finish(): Uint8Array | null {
     if (this.count === 0) return null;
     const groups = [...this.groups.values()];
     for (const g of groups) endResourceLogs(g.w, g.open);
     // one resource (the usual case): its writer already holds the whole request
-    if (groups.length === 1) return groups[0]!.w.take();
-    let size = 0;
-    for (const g of groups) size += g.w.pos;
-    const out = new ProtoWriter(size);
-    for (const g of groups) out.raw(g.w.buf, g.w.pos);
-    return out.take();
+    if (groups.length === 1) return groups[0]!.w.buf.subarray(0, groups[0]!.w.pos);
+    for (const g of groups) this.joined.raw(g.w.buf, g.w.pos);
+    return this.joined.buf.subarray(0, this.joined.pos);
   }
 }

@@ -8,6 +8,7 @@ import type { Catalog, EventTypeEntry } from './catalog.js';
 import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, MappedLogRecord, ResourceDescriptor } from './log-record.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
+import type { FlatJsonLine, RecordFields } from '../decoding/flat-json-line.js';
 import { parseEventTime } from './event-time.js';
 import { compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
@@ -63,6 +64,8 @@ export interface ObjectMappingContext {
 export interface AttributeSink {
   has(name: string): boolean;
   set(name: string, value: AttrValue): void;
+  /** Field i of the record, as it is, under `name`. */
+  setField(name: string, fields: RecordFields, i: number): void;
 }
 
 /** A writer mapDirect() streams one record into (see export/otlp-protobuf-encoder.ts). */
@@ -70,6 +73,8 @@ export interface DirectRecordWriter {
   begin(resource: ResourceDescriptor, timeUnixNano: bigint, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void;
   has(name: string): boolean;
   attr(name: string, value: AttrValue): void;
+  /** Field i of the record as it is (a scanned line's value is copied from its bytes). */
+  field(name: string, fields: RecordFields, i: number): void;
   end(body: string): void;
 }
 
@@ -183,12 +188,55 @@ interface Route {
 }
 
 /** `a|b` → the first present value of the record. */
-function firstOf(rec: Record<string, unknown>, names: string): unknown {
-  for (const n of names.split('|')) {
-    const v = rec[n.trim()];
+function firstOf(rec: RecordFields, names: readonly string[]): unknown {
+  for (const n of names) {
+    const v = get(rec, n);
     if (v !== null && v !== undefined && v !== '') return v;
   }
   return undefined;
+}
+
+/** The value of the field called `name`, or undefined. */
+function get(rec: RecordFields, name: string): unknown {
+  return rec.get(name);
+}
+
+/** A parsed JSON object's own fields, in its order (the same order as `for…in`). */
+class ObjectFields implements RecordFields {
+  private readonly keys: string[];
+  constructor(private readonly rec: Record<string, unknown>) {
+    this.keys = Object.keys(rec);
+  }
+  get size(): number {
+    return this.keys.length;
+  }
+  name(i: number): string {
+    return this.keys[i]!;
+  }
+  value(i: number): unknown {
+    return this.rec[this.keys[i]!];
+  }
+  isNull(i: number): boolean {
+    const v = this.rec[this.keys[i]!];
+    return v === null || v === undefined;
+  }
+  isString(i: number): boolean {
+    return typeof this.rec[this.keys[i]!] === 'string';
+  }
+  indexOf(name: string): number {
+    return Object.hasOwn(this.rec, name) ? this.keys.indexOf(name) : -1;
+  }
+  get(name: string): unknown {
+    return Object.hasOwn(this.rec, name) ? this.rec[name] : undefined;
+  }
+}
+
+/** A parsed line → its fields, or why it is not a record. */
+function objectFields(value: unknown): RecordFields | string {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return `not a JSON object (${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value})`;
+  }
+  return new ObjectFields(value as Record<string, unknown>);
 }
 
 export class RecordMapper {
@@ -295,14 +343,19 @@ export class RecordMapper {
 
   /** Map one parsed line. `line` is its 1-based line number in the object. */
   map(value: unknown, line: number, ctx: ObjectMappingContext, observedTimeUnixNano: bigint): MapResult {
+    const fields = objectFields(value);
+    if (typeof fields === 'string') return { ok: false, reason: fields };
     const attrs: Record<string, AttrValue> = {};
     const sink: AttributeSink = {
       has: (name) => name in attrs,
       set: (name, v) => {
         attrs[name] = v;
       },
+      setField: (name, f, i) => {
+        attrs[name] = f.value(i) as AttrValue;
+      },
     };
-    const head = this.mapInto(value, line, ctx, sink);
+    const head = this.mapInto(fields, line, ctx, sink);
     if (!head.ok) return head;
     const { eventType, plan, resource } = head;
     if (this.overrides.active) this.overrides.applyToAttributes(attrs);
@@ -337,6 +390,17 @@ export class RecordMapper {
    * that both paths give identical output for every event type.
    */
   mapDirect(value: unknown, line: number, ctx: ObjectMappingContext, observedTimeUnixNano: bigint, out: DirectRecordWriter): MapResult | DirectMapped {
+    const fields = objectFields(value);
+    if (typeof fields === 'string') return { ok: false, reason: fields };
+    return this.mapFieldsDirect(fields, line, ctx, observedTimeUnixNano, out);
+  }
+
+  /** mapDirect() for a line scanned in place (decoding/flat-json-line.ts): values go from its bytes to the writer. */
+  mapLineDirect(scanned: FlatJsonLine, line: number, ctx: ObjectMappingContext, observedTimeUnixNano: bigint, out: DirectRecordWriter): MapResult | DirectMapped {
+    return this.mapFieldsDirect(scanned, line, ctx, observedTimeUnixNano, out);
+  }
+
+  private mapFieldsDirect(fields: RecordFields, line: number, ctx: ObjectMappingContext, observedTimeUnixNano: bigint, out: DirectRecordWriter): MapResult | DirectMapped {
     const captured = this.captured;
     captured.clear();
     let wanted: Map<string, string> | undefined;
@@ -346,8 +410,12 @@ export class RecordMapper {
         out.attr(name, v);
         if (wanted !== undefined && wanted.has(name)) captured.set(name, v);
       },
+      setField: (name, f, i) => {
+        out.field(name, f, i);
+        if (wanted !== undefined && wanted.has(name)) captured.set(name, f.value(i) as AttrValue);
+      },
     };
-    const head = this.mapInto(value, line, ctx, sink, (plan, family, resource, time, severity) => {
+    const head = this.mapInto(fields, line, ctx, sink, (plan, family, resource, time, severity) => {
       wanted = this.bodyWanted(plan, family);
       out.begin(resource, time, observedTimeUnixNano, SEVERITY_NUMBER[severity], severity, plan.eventName);
     });
@@ -361,14 +429,14 @@ export class RecordMapper {
   private readonly captured = new Map<string, AttrValue>();
 
   /** Body placeholders → values of the attributes as emitted (`read` by output name). */
-  private bodyLookup(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: Record<string, unknown> }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
+  private bodyLookup(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
     const { eventType, plan, family, resource, rec } = head;
     return (n) => {
       switch (n) {
         case 'eventType':
           return eventType;
         case 'eventTime':
-          return rec.eventTime;
+          return get(rec, 'eventTime');
         case 'siteLuid':
           return read(this.bodyField(plan, family, n)) ?? resource.attributes[this.prefix + 'site_luid'];
         case 'requestUri': {
@@ -404,42 +472,44 @@ export class RecordMapper {
    * timestamp, severity and resource are known, before the first attribute.
    */
   private mapInto(
-    value: unknown,
+    rec: RecordFields,
     line: number,
     ctx: ObjectMappingContext,
     sink: AttributeSink,
     onHead?: (plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity) => void,
-  ): { ok: false; reason: string; dropped?: true } | { ok: true; time: bigint; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: Record<string, unknown> } {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      return { ok: false, reason: `not a JSON object (${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value})` };
-    }
-    const rec = value as Record<string, unknown>;
-    const time = parseEventTime(rec.eventTime);
+  ): { ok: false; reason: string; dropped?: true } | { ok: true; time: bigint; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields } {
+    const eventTime = get(rec, 'eventTime');
+    const time = parseEventTime(eventTime);
     if (time === undefined) {
-      return { ok: false, reason: rec.eventTime == null ? 'missing eventTime' : `unparseable eventTime ${JSON.stringify(String(rec.eventTime)).slice(0, 80)}` };
+      return { ok: false, reason: eventTime == null ? 'missing eventTime' : `unparseable eventTime ${JSON.stringify(String(eventTime)).slice(0, 80)}` };
     }
-    for (const k in rec) {
-      const v = rec[k];
-      if (typeof v === 'object' && v !== null && nestedDeeperThan(v, MAX_VALUE_DEPTH)) {
-        return { ok: false, reason: `value of ${JSON.stringify(k.slice(0, 80))} nested deeper than ${MAX_VALUE_DEPTH} levels` };
+    const n = rec.size;
+    if (rec instanceof ObjectFields) {
+      for (let i = 0; i < n; i++) {
+        const v = rec.value(i);
+        if (typeof v === 'object' && v !== null && nestedDeeperThan(v, MAX_VALUE_DEPTH)) {
+          return { ok: false, reason: `value of ${JSON.stringify(rec.name(i).slice(0, 80))} nested deeper than ${MAX_VALUE_DEPTH} levels` };
+        }
       }
     }
-    const recordType = typeof rec.eventType === 'string' && rec.eventType !== '' ? rec.eventType : undefined;
+    const typeField = get(rec, 'eventType');
+    const recordType = typeof typeField === 'string' && typeField !== '' ? typeField : undefined;
     const eventType = ctx.keyInfo.eventType ?? recordType ?? UNKNOWN_EVENT_TYPE;
     const plan = this.plan(eventType);
     if (!plan.keep) return { ok: false, reason: `event type ${eventType} dropped by the tenant's overrides`, dropped: true };
     if (!plan.entry) this.drifted(this.drift.unknownEventTypes, 'eventType', eventType);
     const family: Family = plan.family ?? guessFamily(rec);
 
-    const siteLuid = typeof rec.siteLuid === 'string' ? rec.siteLuid : ctx.keyInfo.siteLuid;
+    const siteField = get(rec, 'siteLuid');
+    const siteLuid = typeof siteField === 'string' ? siteField : ctx.keyInfo.siteLuid;
     const resource = this.resourceFor(family, siteLuid, ctx.keyInfo);
 
     let severity: Severity = 'INFO';
-    const outcome = rec.eventOutcome;
+    const outcome = get(rec, 'eventOutcome');
     const failedOutcome = typeof outcome === 'string' ? this.outcomeSeverity.get(outcome) : undefined;
     if (failedOutcome) severity = failedOutcome;
     for (const rule of this.failureFields) {
-      const v = rec[rule.field];
+      const v = get(rec, rule.field);
       if (v === undefined || v === null) continue;
       const hit = rule.lower !== undefined ? typeof v === 'string' && v.toLowerCase() === rule.lower : v === rule.equals;
       if (hit && SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
@@ -447,7 +517,8 @@ export class RecordMapper {
     if (plan.severity) severity = plan.severity;
     onHead?.(plan, family, resource, time, severity);
 
-    const uid = typeof rec.eventId === 'string' && rec.eventId !== '' ? rec.eventId : `${ctx.uidPrefix}:${line}`;
+    const eventId = get(rec, 'eventId');
+    const uid = typeof eventId === 'string' && eventId !== '' ? eventId : `${ctx.uidPrefix}:${line}`;
     sink.set(ATTR_LOG_RECORD_UID, uid);
     sink.set(ATTR_EVENT_TYPE, eventType);
     for (const [k, v] of plan.derived) sink.set(k, v);
@@ -456,9 +527,9 @@ export class RecordMapper {
 
     const routes = plan.routes[family];
     const liftedSite = resource.attributes[this.prefix + 'site_luid'];
-    for (const k in rec) {
-      const v = rec[k];
-      if (v === null || v === undefined) continue;
+    for (let i = 0; i < n; i++) {
+      if (rec.isNull(i)) continue;
+      const k = rec.name(i);
       const r = routes.get(k) ?? this.route(plan, family, k);
       if (r.unknown) this.drifted(this.drift.unknownAttributes, 'attribute', `${eventType}.${k}`);
       switch (r.kind) {
@@ -466,12 +537,13 @@ export class RecordMapper {
           continue; // eventTime: the record's timestamp
         case ROUTE_SEMCONV:
           if (!sink.has(r.name)) {
-            sink.set(r.name, v as AttrValue);
+            sink.setField(r.name, rec, i);
             continue;
           }
           break;
         case ROUTE_REQUEST_URI:
-          if (typeof v === 'string' && !sink.has(ATTR_URL_PATH)) {
+          if (rec.isString(i) && !sink.has(ATTR_URL_PATH)) {
+            const v = rec.value(i) as string;
             const q = v.indexOf('?');
             sink.set(ATTR_URL_PATH, q === -1 ? v : v.slice(0, q));
             if (q !== -1) sink.set(ATTR_URL_QUERY, v.slice(q + 1));
@@ -479,20 +551,20 @@ export class RecordMapper {
           }
           break;
         case ROUTE_URL_FULL:
-          if (typeof v === 'string' && !sink.has(ATTR_URL_FULL)) {
-            sink.set(ATTR_URL_FULL, v);
+          if (rec.isString(i) && !sink.has(ATTR_URL_FULL)) {
+            sink.setField(ATTR_URL_FULL, rec, i);
             continue;
           }
           break;
         default:
-          if (k === 'siteLuid' && v === liftedSite) continue; // lifted to the resource
-          if (k === 'eventType' && v === eventType) continue; // same as tableau.event_type
-          sink.set(sink.has(r.name) ? RAW_ATTRIBUTE_PREFIX + k : r.name, v as AttrValue);
+          if (k === 'siteLuid' && rec.value(i) === liftedSite) continue; // lifted to the resource
+          if (k === 'eventType' && rec.value(i) === eventType) continue; // same as tableau.event_type
+          sink.setField(sink.has(r.name) ? RAW_ATTRIBUTE_PREFIX + k : r.name, rec, i);
           continue;
       }
       // the usual name is taken on this record: keep the value under its own generic name
       const name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
-      sink.set(sink.has(name) ? RAW_ATTRIBUTE_PREFIX + k : name, v as AttrValue);
+      sink.setField(sink.has(name) ? RAW_ATTRIBUTE_PREFIX + k : name, rec, i);
     }
     return { ok: true, time, severity, eventType, plan, family, resource, rec };
   }
@@ -503,10 +575,10 @@ export class RecordMapper {
     return this.semconv[family].get(source) ?? plan.renames.get(source) ?? this.prefix + snakeCase(source);
   }
 
-  private setTarget(sink: AttributeSink, target: NonNullable<EventTypeEntry['target']>, rec: Record<string, unknown>): void {
+  private setTarget(sink: AttributeSink, target: NonNullable<EventTypeEntry['target']>, rec: RecordFields): void {
     const put = (name: string, spec: string | undefined): void => {
       if (!spec) return;
-      const v = firstOf(rec, spec);
+      const v = firstOf(rec, alternatives(spec));
       if (v !== undefined) sink.set(name, typeof v === 'string' ? v : JSON.stringify(v));
     };
     put(ATTR_TARGET_ID, target.id);
@@ -534,10 +606,21 @@ export class RecordMapper {
 }
 
 /** Tenant records carry eventId/eventVersion and string user ids; site records carry siteLuid. */
-function guessFamily(rec: Record<string, unknown>): Family {
-  if (typeof rec.siteLuid === 'string' || typeof rec.actorUserLuid === 'string') return 'site';
-  if (typeof rec.eventId === 'string' && 'eventVersion' in rec) return 'tenant';
+function guessFamily(rec: RecordFields): Family {
+  if (typeof get(rec, 'siteLuid') === 'string' || typeof get(rec, 'actorUserLuid') === 'string') return 'site';
+  if (typeof get(rec, 'eventId') === 'string' && rec.indexOf('eventVersion') >= 0) return 'tenant';
   return 'site';
+}
+
+const alternativesCache = new Map<string, readonly string[]>();
+/** `a|b` → ['a', 'b'] (target specs, split once). */
+function alternatives(spec: string): readonly string[] {
+  let out = alternativesCache.get(spec);
+  if (!out) {
+    out = spec.split('|').map((n) => n.trim());
+    alternativesCache.set(spec, out);
+  }
+  return out;
 }
 
 /** The body of event types whose mapping file has no template: a short summary, never the raw JSON. */

@@ -10,6 +10,7 @@ import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-r
 import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { DirectLogsRequestWriter } from '../export/otlp-protobuf-encoder.js';
+import { FlatJsonLine } from '../decoding/flat-json-line.js';
 import { createEncoder, encodingKey, type Encoder, type EncodingSpec } from '../export/encodings.js';
 
 export interface ProcessorTenant {
@@ -40,6 +41,11 @@ export interface ChunkTask {
   encodings: EncodingSpec[];
   /** Observed time of the records, ns since the epoch, as a decimal string. */
   observedTimeUnixNano: string;
+  /**
+   * Where to put the request bodies (a view of a SharedArrayBuffer the pool lends for this task):
+   * they are copied into it when they fit, so no buffer is allocated or moved per task.
+   */
+  output?: Uint8Array;
 }
 
 export interface ChunkDeadLetter {
@@ -66,19 +72,29 @@ export interface ChunkResult {
   newestTimeUnixNano: string;
   /** The task's segment bytes, handed back (set by the pool). */
   segments?: Uint8Array[];
+  /**
+   * Set by the pool: gives back the shared buffers the payloads and segments live in. Call it
+   * once the batch is done with (delivered, dead-lettered or abandoned); until then they stay valid.
+   */
+  release?: () => void;
 }
 
 const MAX_RAW_IN_DEAD_LETTER = 1 << 20;
+const INVALID_UTF8 = 'invalid UTF-8 (not text, or a damaged encoding; raw shows U+FFFD for the bad bytes)';
 
 export class ChunkProcessor {
   private readonly catalog: Catalog;
   private readonly mappers = new Map<string, RecordMapper>();
   private readonly encoders = new Map<string, Encoder>();
-  private readonly decoder = new TextDecoder();
-  private readonly strict = new TextDecoder('utf-8', { fatal: true });
+  // A byte order mark is removed at the start of an object only (withoutBom), not of every chunk.
+  private readonly decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  private readonly strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  private readonly scanned = new FlatJsonLine();
+  private readonly directWriter: DirectLogsRequestWriter;
 
   constructor(private readonly init: ProcessorInit) {
     this.catalog = init.catalog ?? loadCatalog(init.mappingsDir);
+    this.directWriter = new DirectLogsRequestWriter(init.scope);
     for (const t of init.tenants) {
       const overrides: TenantOverrides | undefined = t.overridesFile ? loadOverrides(t.overridesFile) : undefined;
       this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, ...(overrides ? { overrides } : {}) }));
@@ -126,10 +142,72 @@ export class ChunkProcessor {
     let newest = 0n;
     let linesRead = 0;
     // OTLP protobuf only and no attribute overrides: map straight into the request bytes
-    const direct = task.encodings.length === 1 && task.encodings[0]!.kind === 'otlp-protobuf' && mapper.supportsDirect ? new DirectLogsRequestWriter(this.init.scope) : null;
+    const direct = task.encodings.length === 1 && task.encodings[0]!.kind === 'otlp-protobuf' && mapper.supportsDirect ? this.directWriter : null;
+    direct?.reset();
+
+    const handle = (result: ReturnType<RecordMapper['map']> | ReturnType<RecordMapper['mapDirect']>, typeField: unknown, seg: ChunkSegment, segIndex: number, line: number, rawText: () => string): void => {
+      if (result.ok) {
+        const mapped = 'direct' in result ? result : result.record;
+        if (!('direct' in result)) records.push(result.record);
+        const t = mapped.eventType;
+        byType[t] = (byType[t] ?? 0) + 1;
+        if (mapped.timeUnixNano > newest) newest = mapped.timeUnixNano;
+      } else if (result.dropped) {
+        const t = typeof typeField === 'string' && !seg.keyInfo.eventType ? typeField : seg.keyInfo.eventType ?? 'unknown';
+        droppedByType[t] = (droppedByType[t] ?? 0) + 1;
+      } else {
+        deadLetters.push({ segment: segIndex, line, reason: result.reason, raw: rawText().slice(0, MAX_RAW_IN_DEAD_LETTER) });
+      }
+    };
+    /** One line's text → JSON.parse → mapping (or a dead letter). */
+    const parseAndMap = (lineText: string, seg: ChunkSegment, segIndex: number, line: number): void => {
+      let value: unknown;
+      try {
+        value = JSON.parse(lineText);
+      } catch (err) {
+        deadLetters.push({ segment: segIndex, line, reason: `invalid JSON: ${(err as Error).message}`, raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+        return;
+      }
+      const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
+      const result = direct ? mapper.mapDirect(value, line, ctx, observed, direct) : mapper.map(value, line, ctx, observed);
+      handle(result, (value as { eventType?: unknown } | null)?.eventType, seg, segIndex, line, () => lineText);
+    };
 
     task.segments.forEach((seg, segIndex) => {
-      const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
+      if (direct) {
+        // Lines scanned in their bytes and mapped straight into protobuf; a line the scanner
+        // does not take (escapes, nesting, not UTF-8, not JSON) goes through JSON.parse.
+        const bytes = Buffer.from(seg.bytes.buffer, seg.bytes.byteOffset, seg.bytes.byteLength);
+        const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
+        const scanned = this.scanned;
+        let line = seg.firstLine;
+        let start = 0;
+        while (start < bytes.length) {
+          let nl = bytes.indexOf(0x0a, start);
+          if (nl === -1) nl = bytes.length;
+          let end = nl;
+          if (end > start && bytes[end - 1] === 13) end--;
+          const from = start;
+          start = nl + 1;
+          const thisLine = line++;
+          if (isBlankBytes(bytes, from, end)) continue;
+          linesRead++;
+          if (scanned.scan(bytes, from, end)) {
+            const result = mapper.mapLineDirect(scanned, thisLine, ctx, observed, direct);
+            handle(result, result.ok ? undefined : scanned.get('eventType'), seg, segIndex, thisLine, () => bytes.toString('utf8', from, end));
+            continue;
+          }
+          let lineText: string;
+          try {
+            lineText = this.strict.decode(bytes.subarray(from, end));
+          } catch {
+            deadLetters.push({ segment: segIndex, line: thisLine, reason: INVALID_UTF8, raw: this.decoder.decode(bytes.subarray(from, end)).slice(0, MAX_RAW_IN_DEAD_LETTER) });
+            continue;
+          }
+          parseAndMap(thisLine === 1 ? withoutBom(lineText) : lineText, seg, segIndex, thisLine);
+        }
+        return;
+      }
       // Valid UTF-8 (nearly always): one strict decode. Otherwise find the lines that are not
       // UTF-8 (they are dead-lettered, not delivered with U+FFFD in place of their bytes).
       let text: string;
@@ -140,6 +218,7 @@ export class ChunkProcessor {
         text = this.decoder.decode(seg.bytes);
         notUtf8 = this.linesNotUtf8(seg.bytes, seg.firstLine);
       }
+      if (seg.firstLine === 1) text = withoutBom(text);
       let line = seg.firstLine;
       let start = 0;
       while (start < text.length) {
@@ -153,29 +232,10 @@ export class ChunkProcessor {
         if (isBlank(lineText)) continue;
         linesRead++;
         if (notUtf8?.has(thisLine)) {
-          deadLetters.push({ segment: segIndex, line: thisLine, reason: 'invalid UTF-8 (not text, or a damaged encoding; raw shows U+FFFD for the bad bytes)', raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+          deadLetters.push({ segment: segIndex, line: thisLine, reason: INVALID_UTF8, raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
           continue;
         }
-        let value: unknown;
-        try {
-          value = JSON.parse(lineText);
-        } catch (err) {
-          deadLetters.push({ segment: segIndex, line: thisLine, reason: `invalid JSON: ${(err as Error).message}`, raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
-          continue;
-        }
-        const result = direct ? mapper.mapDirect(value, thisLine, ctx, observed, direct) : mapper.map(value, thisLine, ctx, observed);
-        if (result.ok) {
-          const mapped = 'direct' in result ? result : result.record;
-          if (!('direct' in result)) records.push(result.record);
-          const t = mapped.eventType;
-          byType[t] = (byType[t] ?? 0) + 1;
-          if (mapped.timeUnixNano > newest) newest = mapped.timeUnixNano;
-        } else if (result.dropped) {
-          const t = typeof (value as { eventType?: unknown }).eventType === 'string' && !seg.keyInfo.eventType ? (value as { eventType: string }).eventType : seg.keyInfo.eventType ?? 'unknown';
-          droppedByType[t] = (droppedByType[t] ?? 0) + 1;
-        } else {
-          deadLetters.push({ segment: segIndex, line: thisLine, reason: result.reason, raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
-        }
+        parseAndMap(lineText, seg, segIndex, thisLine);
       }
     });
 
@@ -185,7 +245,11 @@ export class ChunkProcessor {
       : records.length === 0
         ? task.encodings.map(() => ({ bodies: [] as Uint8Array[], truncated: 0 }))
         : task.encodings.map((spec) => this.encoder(spec).encode(records));
-    const payloads = encoded.map((e) => e.bodies);
+    const payloads = placePayloads(
+      encoded.map((e) => e.bodies),
+      task.output,
+      direct ? new Set(directBody ? [directBody] : []) : undefined,
+    );
     const truncated = encoded.some((e) => (e.truncated ?? 0) > 0) ? encoded.map((e) => e.truncated ?? 0) : undefined;
     return {
       payloads,
@@ -201,8 +265,42 @@ export class ChunkProcessor {
   }
 }
 
+/**
+ * The bodies, placed in `output` one after the other when they all fit (views of it are
+ * returned), else each in a buffer of its own: `borrowed` bodies (views into a reused writer's
+ * buffer) are copied, since the writer overwrites them with the next task.
+ */
+function placePayloads(payloads: Uint8Array[][], output: Uint8Array | undefined, borrowed: Set<Uint8Array> | undefined): Uint8Array[][] {
+  let total = 0;
+  for (const ps of payloads) for (const p of ps) total += p.length;
+  if (output && total <= output.length) {
+    let at = 0;
+    return payloads.map((ps) =>
+      ps.map((p) => {
+        output.set(p, at);
+        const view = output.subarray(at, at + p.length);
+        at += p.length;
+        return view;
+      }),
+    );
+  }
+  return borrowed ? payloads.map((ps) => ps.map((p) => (borrowed.has(p) ? Uint8Array.prototype.slice.call(p) : p))) : payloads;
+}
+
 function driftOf(d: SchemaDriftCounters): Pick<ChunkResult, 'unknownEventTypes' | 'unknownAttributes'> {
   return { unknownEventTypes: Object.fromEntries(d.unknownEventTypes), unknownAttributes: Object.fromEntries(d.unknownAttributes) };
+}
+
+function withoutBom(text: string): string {
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+function isBlankBytes(bytes: Uint8Array, from: number, end: number): boolean {
+  for (let i = from; i < end; i++) {
+    const c = bytes[i]!;
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
+  }
+  return true;
 }
 
 function isBlank(text: string): boolean {

@@ -1,20 +1,49 @@
 /** Entry point of an encode worker thread: runs ChunkProcessor tasks sent by the pool. */
 import { parentPort, workerData } from 'node:worker_threads';
-import { ChunkProcessor, type ChunkTask, type ProcessorInit } from './chunk-processor.js';
+import { ChunkProcessor, type ProcessorInit } from './chunk-processor.js';
 import { coversItsBuffer, payloadOwnsItsBuffer } from './transfer.js';
+import type { BuffersMessage, ResultMessage, TaskMessage, WirePayload } from './encode-messages.js';
 
 const processor = new ChunkProcessor(workerData as ProcessorInit);
+/** The pool's shared buffers, by id (handed over once each). */
+const inputs = new Map<number, Uint8Array>();
+const outputs = new Map<number, Uint8Array>();
 
-parentPort!.on('message', (msg: { id: number; task: ChunkTask }) => {
+parentPort!.on('message', (msg: TaskMessage | BuffersMessage) => {
+  if (msg.kind === 'buffers') {
+    for (const [id, sab] of msg.inputs) inputs.set(id, new Uint8Array(sab));
+    for (const [id, sab] of msg.outputs) outputs.set(id, new Uint8Array(sab));
+    return;
+  }
   try {
-    const result = processor.process(msg.task);
-    // hand the segment bytes back (the main thread keeps them for dead letters), without copies
-    const segments = msg.task.segments.map((seg) => seg.bytes);
+    const task = msg.task;
+    if (msg.input) {
+      task.segments.forEach((seg, i) => {
+        const r = msg.input![i]!;
+        seg.bytes = inputs.get(r.buffer)!.subarray(r.offset, r.offset + r.length);
+      });
+    }
+    const output = msg.output >= 0 ? outputs.get(msg.output) : undefined;
+    if (output) task.output = output;
+    const result = processor.process(task);
     const transfer = new Set<ArrayBuffer>();
-    for (const p of result.payloads.flat()) if (payloadOwnsItsBuffer(p)) transfer.add(p.buffer as ArrayBuffer);
-    for (const b of segments) if (coversItsBuffer(b)) transfer.add(b.buffer as ArrayBuffer);
-    parentPort!.postMessage({ id: msg.id, result: { ...result, segments } }, [...transfer]);
+    const payloads: WirePayload[][] = result.payloads.map((ps) =>
+      ps.map((p) => {
+        if (output && p.buffer === output.buffer) return { buffer: msg.output, offset: p.byteOffset, length: p.length };
+        if (payloadOwnsItsBuffer(p)) transfer.add(p.buffer as ArrayBuffer);
+        return p;
+      }),
+    );
+    // segment bytes that were moved here go back (the main thread keeps them for dead letters)
+    let segments: Uint8Array[] | undefined;
+    if (!msg.input) {
+      segments = task.segments.map((seg) => seg.bytes);
+      for (const b of segments) if (coversItsBuffer(b)) transfer.add(b.buffer as ArrayBuffer);
+    }
+    const reply: ResultMessage = { id: msg.id, result: { ...result, payloads, ...(segments ? { segments } : {}) } };
+    parentPort!.postMessage(reply, [...transfer]);
   } catch (err) {
-    parentPort!.postMessage({ id: msg.id, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
+    const reply: ResultMessage = { id: msg.id, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
+    parentPort!.postMessage(reply);
   }
 });

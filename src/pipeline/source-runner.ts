@@ -531,13 +531,22 @@ export class SourceRunner {
   }
 
   private async processAndDeliver(b: Batch): Promise<boolean> {
-    const { destinations, settings, stats, metrics, tenantId } = this.ctx;
     const result = await this.ctx.pool.run({
-      tenant: tenantId,
+      tenant: this.ctx.tenantId,
       segments: b.segments,
       encodings: this.encodings,
       observedTimeUnixNano: (BigInt(Date.now()) * 1_000_000n).toString(),
     });
+    try {
+      return await this.deliverResult(b, result);
+    } finally {
+      // the payloads and segment bytes may live in the pool's shared buffers: done with them now
+      result.release?.();
+    }
+  }
+
+  private async deliverResult(b: Batch, result: ChunkResult): Promise<boolean> {
+    const { destinations, settings, stats, metrics, tenantId } = this.ctx;
     await this.record(b, result);
     if (result.records === 0) return true;
     if (result.truncated) {

@@ -7,9 +7,15 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit } from './chunk-processor.js';
 import { coversItsBuffer } from './transfer.js';
+import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
+import type { BuffersMessage, ResultMessage, TaskMessage } from './encode-messages.js';
 
 interface Pending {
   task: ChunkTask;
+  /** Segment bytes in a shared input buffer (same order as the segments), when they are. */
+  input?: SharedRange[];
+  /** Shared output buffer lent to the task, or -1. */
+  output: number;
   transfer: ArrayBuffer[];
   resolve(r: ChunkResult): void;
   reject(e: Error): void;
@@ -18,6 +24,9 @@ interface Pending {
 interface Slot {
   worker: Worker;
   busy: Map<number, Pending>;
+  /** Shared buffers this worker has been handed (ids). */
+  knownInputs: Set<number>;
+  knownOutputs: Set<number>;
 }
 
 /**
@@ -29,12 +38,25 @@ const WORKER_LIMITS = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 19
 /** Tasks queued per worker before new ones wait in the pool's own queue. */
 const PER_WORKER = 2;
 
+/**
+ * Shared buffers for task input (a batch is about `maxBatchBytes`, 2 MB by default) and request
+ * bodies (OTLP protobuf of such a batch is about 1.6 times its NDJSON). Up to 16 of each are
+ * lent at once (batches in flight hold theirs until delivered); more, or larger, fall back to
+ * moving buffers of their own.
+ */
+const INPUT_BUFFER_BYTES = 4 << 20;
+const OUTPUT_BUFFER_BYTES = 8 << 20;
+const MAX_SHARED_BUFFERS = 16;
+const EMPTY = new Uint8Array(0);
+
 export class EncodeWorkerPool {
   private readonly slots: Slot[] = [];
   private readonly queue: Pending[] = [];
   private readonly inline: ChunkProcessor | null;
   private nextId = 1;
   private closed = false;
+  private readonly inputs = new SharedBufferPool(INPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
+  private readonly outputs = new SharedBufferPool(OUTPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
 
   constructor(
     readonly size: number,
@@ -47,13 +69,17 @@ export class EncodeWorkerPool {
   private spawn(): Slot {
     const file = fileURLToPath(new URL('./encode-worker.js', import.meta.url));
     const worker = new Worker(file, { workerData: this.init, resourceLimits: WORKER_LIMITS });
-    const slot: Slot = { worker, busy: new Map() };
-    worker.on('message', (msg: { id: number; result?: ChunkResult; error?: string }) => {
+    const slot: Slot = { worker, busy: new Map(), knownInputs: new Set(), knownOutputs: new Set() };
+    worker.on('message', (msg: ResultMessage) => {
       const p = slot.busy.get(msg.id);
       if (!p) return;
       slot.busy.delete(msg.id);
-      if (msg.error) p.reject(new Error(msg.error));
-      else p.resolve(msg.result!);
+      if (msg.error !== undefined || !msg.result) p.reject(new Error(msg.error ?? 'encode worker: empty result'));
+      else {
+        // bodies placed in the shared output buffer come back as ranges: views of our own handle on it
+        const payloads = msg.result.payloads.map((ps) => ps.map((x) => (x instanceof Uint8Array ? x : this.outputs.buffers[x.buffer]!.subarray(x.offset, x.offset + x.length))));
+        p.resolve({ ...msg.result, payloads, segments: msg.result.segments ?? p.task.segments.map((seg) => seg.bytes) });
+      }
       this.pump();
     });
     worker.on('error', (err) => this.fail(slot, err));
@@ -87,21 +113,52 @@ export class EncodeWorkerPool {
   }
 
   /**
-   * Process a task in a worker. Segment bytes whose ArrayBuffer they own whole are transferred
-   * (not copied); they come back in the result's `segments`.
+   * Process a task in a worker. The segments are copied into a shared input buffer and the
+   * bodies come back in a shared output buffer when the pool has them free; otherwise segment
+   * bytes are moved (transferred, not copied) and bodies come in buffers of their own. Call the
+   * result's `release()` when the batch is done with: the shared buffers go back to the pool
+   * (until then the result's payloads and segments stay valid).
    */
   run(task: ChunkTask): Promise<ChunkResult> {
+    const output = this.outputs.acquire();
+    let input = -1;
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      if (output >= 0) this.outputs.release(output);
+      if (input >= 0) this.inputs.release(input);
+    };
     if (this.inline) {
       try {
-        const result = this.inline.process(task);
-        return Promise.resolve({ ...result, segments: task.segments.map((seg) => seg.bytes) });
+        const result = this.inline.process(output >= 0 ? { ...task, output: this.outputs.buffers[output]! } : task);
+        return Promise.resolve({ ...result, segments: task.segments.map((seg) => seg.bytes), release });
       } catch (err) {
+        release();
         return Promise.reject(err);
       }
     }
-    if (this.closed) return Promise.reject(new Error('encode worker pool is closed'));
-    return new Promise((resolve, reject) => {
-      const transfer: ArrayBuffer[] = [];
+    if (this.closed) {
+      release();
+      return Promise.reject(new Error('encode worker pool is closed'));
+    }
+    let total = 0;
+    for (const seg of task.segments) total += seg.bytes.length;
+    if (total <= INPUT_BUFFER_BYTES) input = this.inputs.acquire();
+    const transfer: ArrayBuffer[] = [];
+    let ranges: SharedRange[] | undefined;
+    if (input >= 0) {
+      const buf = this.inputs.buffers[input]!;
+      ranges = [];
+      let at = 0;
+      for (const seg of task.segments) {
+        const length = seg.bytes.length;
+        buf.set(seg.bytes, at);
+        seg.bytes = buf.subarray(at, at + length);
+        ranges.push({ buffer: input, offset: at, length });
+        at += length;
+      }
+    } else {
       for (const seg of task.segments) {
         // a view into a larger buffer (e.g. a zlib output chunk shared with the next chunk) is
         // copied to a buffer of its own: cloning it would copy the whole buffer, moving it would
@@ -109,9 +166,17 @@ export class EncodeWorkerPool {
         if (!coversItsBuffer(seg.bytes)) seg.bytes = Uint8Array.prototype.slice.call(seg.bytes);
         if (!transfer.includes(seg.bytes.buffer as ArrayBuffer)) transfer.push(seg.bytes.buffer as ArrayBuffer);
       }
-      this.queue.push({ task, transfer, resolve, reject });
+    }
+    return new Promise<ChunkResult>((resolve, reject) => {
+      this.queue.push({ task, ...(ranges ? { input: ranges } : {}), output, transfer, resolve, reject });
       this.pump();
-    });
+    }).then(
+      (result) => ({ ...result, release }),
+      (err: unknown) => {
+        release();
+        throw err;
+      },
+    );
   }
 
   private pump(): void {
@@ -122,7 +187,27 @@ export class EncodeWorkerPool {
       const p = this.queue.shift()!;
       const id = this.nextId++;
       best.busy.set(id, p);
-      best.worker.postMessage({ id, task: p.task }, p.transfer);
+      // hand the worker the shared buffers it has not seen yet (once per worker and buffer)
+      const add: BuffersMessage = { kind: 'buffers', inputs: [], outputs: [] };
+      const inputId = p.input?.[0]?.buffer;
+      if (inputId !== undefined && !best.knownInputs.has(inputId)) {
+        best.knownInputs.add(inputId);
+        add.inputs.push([inputId, this.inputs.buffers[inputId]!.buffer as SharedArrayBuffer]);
+      }
+      if (p.output >= 0 && !best.knownOutputs.has(p.output)) {
+        best.knownOutputs.add(p.output);
+        add.outputs.push([p.output, this.outputs.buffers[p.output]!.buffer as SharedArrayBuffer]);
+      }
+      if (add.inputs.length > 0 || add.outputs.length > 0) best.worker.postMessage(add);
+      const msg: TaskMessage = {
+        kind: 'task',
+        id,
+        // shared segments travel as ranges, not as views (a view would be a new handle on the buffer)
+        task: p.input ? { ...p.task, segments: p.task.segments.map((seg) => ({ ...seg, bytes: EMPTY })) } : p.task,
+        ...(p.input ? { input: p.input } : {}),
+        output: p.output,
+      };
+      best.worker.postMessage(msg, p.transfer);
     }
   }
 

@@ -1,0 +1,307 @@
+/**
+ * Decoding, fast path: one NDJSON line holding a flat JSON object (string, number, boolean and
+ * null values, which is what Tableau writes), scanned in place in its bytes. Nothing is decoded
+ * up front: field names are interned (looked up by their bytes, so the same name is the same JS
+ * string on every line), and values stay byte ranges until someone asks for one. The OTLP
+ * protobuf writer copies string values straight from these bytes (see
+ * export/otlp-protobuf-encoder.ts), so most values never become JS strings at all.
+ *
+ * `scan()` accepts only what it can represent exactly as JSON.parse would; anything else (an
+ * escape sequence, a nested object or array, invalid UTF-8, a duplicate or numeric-looking
+ * name, a syntax error) makes it return false and the caller parses that line with JSON.parse,
+ * whose result (or error message) is the reference.
+ */
+import type { AttrValue } from '../mapping/log-record.js';
+
+export const KIND_STRING = 1;
+export const KIND_NUMBER = 2;
+export const KIND_TRUE = 3;
+export const KIND_FALSE = 4;
+export const KIND_NULL = 5;
+/** A string value with bytes ≥ 0x80 (valid UTF-8, checked while scanning). */
+export const KIND_STRING_UTF8 = 6;
+
+/** Field names are interned up to this many distinct names; a line with a new name past it falls back. */
+const MAX_NAMES = 20_000;
+/** Fields per line handled here; a wider line falls back. */
+const MAX_FIELDS = 1024;
+
+interface InternedName {
+  readonly bytes: Uint8Array;
+  readonly name: string;
+  /** Hash chain. */
+  next: InternedName | undefined;
+  /** The line (scan generation) this name was last seen on, and its field index there. */
+  gen: number;
+  index: number;
+}
+
+/** A record's fields as the mapper reads them (see RecordMapper: a parsed object or a scanned line). */
+export interface RecordFields {
+  readonly size: number;
+  /** Name of field i. */
+  name(i: number): string;
+  /** Value of field i as JSON.parse would give it. */
+  value(i: number): unknown;
+  isNull(i: number): boolean;
+  isString(i: number): boolean;
+  /** Index of the field called `name`, or -1. */
+  indexOf(name: string): number;
+  /** Value of the field called `name`, or undefined. */
+  get(name: string): unknown;
+}
+
+export class FlatJsonLine implements RecordFields {
+  /** The bytes of the line being looked at (valid until the next scan). */
+  buf: Buffer = Buffer.alloc(0);
+  size = 0;
+  readonly kinds = new Uint8Array(MAX_FIELDS);
+  /** Value ranges: string contents without the quotes, numbers and literals as written. */
+  readonly starts = new Int32Array(MAX_FIELDS);
+  readonly ends = new Int32Array(MAX_FIELDS);
+  private readonly names: string[] = [];
+  private readonly byHash = new Map<number, InternedName>();
+  private readonly byName = new Map<string, InternedName>();
+  private gen = 0;
+
+  /**
+   * Scans `buf[start, end)` (one line, no newline). True when the line is a flat JSON object this
+   * class represents exactly; false when the caller must use JSON.parse (which also produces the
+   * error message for a line that is not JSON).
+   */
+  scan(buf: Buffer, start: number, end: number): boolean {
+    this.buf = buf;
+    this.size = 0;
+    const gen = ++this.gen;
+    let p = skipWs(buf, start, end);
+    if (p >= end || buf[p] !== 0x7b /* { */) return false;
+    p = skipWs(buf, p + 1, end);
+    if (p < end && buf[p] === 0x7d /* } */) return skipWs(buf, p + 1, end) === end;
+    for (;;) {
+      // "name"
+      if (p >= end || buf[p] !== 0x22) return false;
+      const ks = p + 1;
+      let h = 0;
+      let q = ks;
+      for (; q < end; q++) {
+        const c = buf[q]!;
+        if (c === 0x22) break;
+        if (c === 0x5c || c < 0x20 || c >= 0x80) return false; // escapes, controls, non-ASCII names: JSON.parse decides
+        h = (Math.imul(h, 31) + c) | 0;
+      }
+      if (q >= end) return false;
+      // a name that looks like an array index is ordered first by JSON.parse's objects
+      const c0 = buf[ks]!;
+      if (q > ks && c0 >= 0x30 && c0 <= 0x39) return false;
+      const interned = this.intern(buf, ks, q, h);
+      if (interned === undefined || interned.gen === gen) return false; // too many names, or a duplicate
+      p = skipWs(buf, q + 1, end);
+      if (p >= end || buf[p] !== 0x3a /* : */) return false;
+      p = skipWs(buf, p + 1, end);
+      if (p >= end) return false;
+      const i = this.size;
+      if (i >= MAX_FIELDS) return false;
+      const c = buf[p]!;
+      if (c === 0x22) {
+        const vs = p + 1;
+        let kind = KIND_STRING;
+        let r = vs;
+        for (;;) {
+          if (r >= end) return false;
+          const b = buf[r]!;
+          if (b === 0x22) break;
+          if (b < 0x80) {
+            if (b === 0x5c || b < 0x20) return false;
+            r++;
+            continue;
+          }
+          const n = utf8SequenceLength(buf, r, end);
+          if (n === 0) return false;
+          kind = KIND_STRING_UTF8;
+          r += n;
+        }
+        this.kinds[i] = kind;
+        this.starts[i] = vs;
+        this.ends[i] = r;
+        p = r + 1;
+      } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+        const ne = numberEnd(buf, p, end);
+        if (ne < 0) return false;
+        this.kinds[i] = KIND_NUMBER;
+        this.starts[i] = p;
+        this.ends[i] = ne;
+        p = ne;
+      } else if (c === 0x74 && literal(buf, p, end, TRUE)) {
+        this.kinds[i] = KIND_TRUE;
+        this.starts[i] = p;
+        this.ends[i] = p += 4;
+      } else if (c === 0x66 && literal(buf, p, end, FALSE)) {
+        this.kinds[i] = KIND_FALSE;
+        this.starts[i] = p;
+        this.ends[i] = p += 5;
+      } else if (c === 0x6e && literal(buf, p, end, NULL)) {
+        this.kinds[i] = KIND_NULL;
+        this.starts[i] = p;
+        this.ends[i] = p += 4;
+      } else {
+        return false; // nested object or array, or not JSON
+      }
+      interned.gen = gen;
+      interned.index = i;
+      this.names[i] = interned.name;
+      this.size = i + 1;
+      p = skipWs(buf, p, end);
+      if (p >= end) return false;
+      const sep = buf[p]!;
+      if (sep === 0x2c /* , */) {
+        p = skipWs(buf, p + 1, end);
+        continue;
+      }
+      if (sep !== 0x7d) return false;
+      return skipWs(buf, p + 1, end) === end;
+    }
+  }
+
+  private intern(buf: Buffer, start: number, end: number, h: number): InternedName | undefined {
+    const len = end - start;
+    let e = this.byHash.get(h);
+    for (; e !== undefined; e = e.next) {
+      const b = e.bytes;
+      if (b.length !== len) continue;
+      let i = 0;
+      while (i < len && b[i] === buf[start + i]) i++;
+      if (i === len) return e;
+    }
+    if (this.byName.size >= MAX_NAMES) return undefined;
+    const bytes = Uint8Array.prototype.slice.call(buf, start, end);
+    const name = buf.toString('latin1', start, end);
+    const created: InternedName = { bytes, name, next: this.byHash.get(h), gen: 0, index: 0 };
+    this.byHash.set(h, created);
+    this.byName.set(name, created);
+    return created;
+  }
+
+  name(i: number): string {
+    return this.names[i]!;
+  }
+
+  indexOf(name: string): number {
+    const e = this.byName.get(name);
+    return e !== undefined && e.gen === this.gen && e.index < this.size ? e.index : -1;
+  }
+
+  get(name: string): AttrValue | undefined {
+    const i = this.indexOf(name);
+    return i < 0 ? undefined : this.value(i);
+  }
+
+  isNull(i: number): boolean {
+    return this.kinds[i] === KIND_NULL;
+  }
+
+  isString(i: number): boolean {
+    const k = this.kinds[i];
+    return k === KIND_STRING || k === KIND_STRING_UTF8;
+  }
+
+  value(i: number): AttrValue {
+    switch (this.kinds[i]) {
+      case KIND_STRING:
+        return this.buf.toString('latin1', this.starts[i], this.ends[i]);
+      case KIND_STRING_UTF8:
+        return this.buf.toString('utf8', this.starts[i], this.ends[i]);
+      case KIND_NUMBER:
+        return this.number(i);
+      case KIND_TRUE:
+        return true;
+      case KIND_FALSE:
+        return false;
+      default:
+        return null;
+    }
+  }
+
+  /** A number field's value, exactly as JSON.parse reads it. */
+  number(i: number): number {
+    const buf = this.buf;
+    let p = this.starts[i]!;
+    const e = this.ends[i]!;
+    const neg = buf[p] === 0x2d;
+    if (neg) p++;
+    // plain integers of up to 15 digits are exact as doubles: add them up here
+    if (e - p <= 15) {
+      let v = 0;
+      for (; p < e; p++) {
+        const d = buf[p]! - 0x30;
+        if (d < 0 || d > 9) return Number(buf.toString('latin1', this.starts[i], e));
+        v = v * 10 + d;
+      }
+      return neg ? -v : v;
+    }
+    return Number(buf.toString('latin1', this.starts[i], e));
+  }
+}
+
+const TRUE = [0x74, 0x72, 0x75, 0x65];
+const FALSE = [0x66, 0x61, 0x6c, 0x73, 0x65];
+const NULL = [0x6e, 0x75, 0x6c, 0x6c];
+
+function literal(buf: Buffer, p: number, end: number, word: number[]): boolean {
+  if (p + word.length > end) return false;
+  for (let i = 1; i < word.length; i++) if (buf[p + i] !== word[i]) return false;
+  return true;
+}
+
+function skipWs(buf: Buffer, p: number, end: number): number {
+  while (p < end) {
+    const c = buf[p]!;
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d && c !== 0x0a) break;
+    p++;
+  }
+  return p;
+}
+
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39;
+}
+
+/** End of the JSON number starting at p (-?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?), or -1 when it is not one. */
+function numberEnd(buf: Buffer, p: number, end: number): number {
+  if (buf[p] === 0x2d) p++;
+  if (p >= end || !isDigit(buf[p])) return -1;
+  if (buf[p] === 0x30) p++;
+  else while (p < end && isDigit(buf[p])) p++;
+  if (p < end && buf[p] === 0x2e) {
+    p++;
+    if (p >= end || !isDigit(buf[p])) return -1;
+    while (p < end && isDigit(buf[p])) p++;
+  }
+  if (p < end && (buf[p] === 0x65 || buf[p] === 0x45)) {
+    p++;
+    if (p < end && (buf[p] === 0x2b || buf[p] === 0x2d)) p++;
+    if (p >= end || !isDigit(buf[p])) return -1;
+    while (p < end && isDigit(buf[p])) p++;
+  }
+  return p;
+}
+
+const cont = (c: number | undefined): boolean => c !== undefined && (c & 0xc0) === 0x80;
+
+/** Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, surrogates or > U+10FFFF), or 0. */
+function utf8SequenceLength(buf: Buffer, p: number, end: number): number {
+  const b = buf[p]!;
+  if (b >= 0xc2 && b <= 0xdf) return p + 1 < end && cont(buf[p + 1]) ? 2 : 0;
+  if (b >= 0xe0 && b <= 0xef) {
+    if (p + 2 >= end) return 0;
+    const b1 = buf[p + 1]!;
+    if (b === 0xe0 ? b1 < 0xa0 || b1 > 0xbf : b === 0xed ? b1 < 0x80 || b1 > 0x9f : !cont(b1)) return 0;
+    return cont(buf[p + 2]) ? 3 : 0;
+  }
+  if (b >= 0xf0 && b <= 0xf4) {
+    if (p + 3 >= end) return 0;
+    const b1 = buf[p + 1]!;
+    if (b === 0xf0 ? b1 < 0x90 || b1 > 0xbf : b === 0xf4 ? b1 < 0x80 || b1 > 0x8f : !cont(b1)) return 0;
+    return cont(buf[p + 2]) && cont(buf[p + 3]) ? 4 : 0;
+  }
+  return 0;
+}

@@ -1,0 +1,29 @@
+/** Messages between the encode worker pool (main thread) and its workers. */
+import type { ChunkResult, ChunkTask } from './chunk-processor.js';
+import type { SharedRange } from './shared-buffers.js';
+
+/** Shared buffers a worker has not been handed before: [id, buffer]. */
+export interface BuffersMessage {
+  kind: 'buffers';
+  inputs: Array<[number, SharedArrayBuffer]>;
+  outputs: Array<[number, SharedArrayBuffer]>;
+}
+
+export interface TaskMessage {
+  kind: 'task';
+  id: number;
+  /** With `input`, the segments' bytes are empty here and live at those ranges instead. */
+  task: ChunkTask;
+  input?: SharedRange[];
+  /** Shared output buffer to put the bodies in, or -1. */
+  output: number;
+}
+
+/** A body placed in the shared output buffer comes back as its range. */
+export type WirePayload = Uint8Array | SharedRange;
+
+export interface ResultMessage {
+  id: number;
+  result?: Omit<ChunkResult, 'payloads'> & { payloads: WirePayload[][] };
+  error?: string;
+}

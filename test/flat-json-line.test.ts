@@ -1,0 +1,173 @@
+/**
+ * The in-place line scanner must read a line exactly as JSON.parse does, or decline it (the
+ * pipeline then uses JSON.parse): for every line here, either scan() is false, or the fields it
+ * gives (names, order, values) are JSON.parse's. Lines JSON.parse rejects must be declined.
+ */
+import { describe, it, expect } from 'vitest';
+import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
+
+function fieldsOf(s: FlatJsonLine): Array<[string, unknown]> {
+  const out: Array<[string, unknown]> = [];
+  for (let i = 0; i < s.size; i++) out.push([s.name(i), s.value(i)]);
+  return out;
+}
+
+/** Scans `text` (as UTF-8, or the given bytes) inside a larger buffer, as the pipeline does. */
+function scan(s: FlatJsonLine, text: string | Buffer): boolean {
+  const line = typeof text === 'string' ? Buffer.from(text) : text;
+  const buf = Buffer.concat([Buffer.from('xx\n'), line, Buffer.from('\nyy')]);
+  return s.scan(buf, 3, 3 + line.length);
+}
+
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function checkAgainstJsonParse(s: FlatJsonLine, text: string): boolean {
+  const ok = scan(s, text);
+  const parsed = parsedOrUndefined(text);
+  if (ok) {
+    expect(parsed, text).toBeTypeOf('object');
+    const expected = Object.entries(parsed as object);
+    const got = fieldsOf(s);
+    expect(got.length, text).toBe(expected.length);
+    got.forEach(([k, v], i) => {
+      expect(k, text).toBe(expected[i]![0]);
+      expect(Object.is(v, expected[i]![1]), `${text}: ${k} = ${String(v)}`).toBe(true);
+    });
+    for (const [k, v] of expected) expect(Object.is(s.get(k), v)).toBe(true);
+  }
+  return ok;
+}
+
+describe('FlatJsonLine', () => {
+  it('reads flat records exactly as JSON.parse does', () => {
+    const s = new FlatJsonLine();
+    const accepted = [
+      '{}',
+      ' { } ',
+      '{"eventTime":"2026-11-29T10:11:12.123Z","siteLuid":"abc","n":42,"neg":-7,"z":0,"mz":-0,"f":1.5,"e":1e3,"E":-2.5E-3,"t":true,"fa":false,"nu":null,"empty":""}',
+      '{ "a" : "x" , "b":\t1 ,"c" :null }',
+      '{"big":123456789012345678901234567890,"exact":9007199254740993,"fifteen":999999999999999,"sixteen":9999999999999999,"huge":1e400}',
+      '{"name":"Zoë Ånström","emoji":"😀 ok","cjk":"数据","mixed":"a\u00e9b"}',
+      '{"__proto__":"p","constructor":"c","toString":"t"}',
+      '{"a":"1","A":"2","aa":"3","":"empty name"}',
+    ];
+    for (const t of accepted) expect(checkAgainstJsonParse(s, t), t).toBe(true);
+  });
+
+  it('declines what it does not represent (JSON.parse decides) and never accepts invalid JSON', () => {
+    const s = new FlatJsonLine();
+    const declined = [
+      '{"a":"line\\nbreak"}', // escape
+      '{"a":"\\u00e9"}',
+      '{"a\\"b":1}',
+      '{"a":{"b":1}}', // nesting
+      '{"a":[1,2]}',
+      '{"a":1,"a":2}', // duplicate name: JSON.parse keeps the last value in the first place
+      '{"1":"x","b":2}', // array-index names come first in JSON.parse's objects
+      '{"é":1}', // non-ASCII name
+      '[1,2]',
+      '"text"',
+      '42',
+      'null',
+      '',
+      '{',
+      '{"a":1',
+      '{"a":1,}',
+      '{"a" 1}',
+      '{"a":01}',
+      '{"a":1.}',
+      '{"a":.5}',
+      '{"a":+1}',
+      '{"a":1e}',
+      '{"a":-}',
+      '{"a":tru}',
+      '{"a":nul}',
+      '{"a":"unterminated}',
+      '{"a":"ctrl\u0001"}',
+      '{"a":1} x',
+      '{"a":1}{"b":2}',
+      "{'a':1}",
+      '{a:1}',
+      '{"a":NaN}',
+      '{"a":Infinity}',
+    ];
+    for (const t of declined) {
+      expect(scan(s, t), t).toBe(false);
+    }
+  });
+
+  it('declines invalid UTF-8 (overlong, surrogates, truncated, stray continuation bytes)', () => {
+    const s = new FlatJsonLine();
+    const bad = [
+      [0xc0, 0xaf],
+      [0xe0, 0x80, 0xaf],
+      [0xed, 0xa0, 0x80],
+      [0xf4, 0x90, 0x80, 0x80],
+      [0xf8, 0x88, 0x80, 0x80, 0x80],
+      [0x80],
+      [0xc3],
+      [0xe2, 0x82],
+      [0xff],
+    ];
+    for (const seq of bad) {
+      const line = Buffer.concat([Buffer.from('{"a":"x'), Buffer.from(seq), Buffer.from('y"}')]);
+      expect(scan(s, line), seq.map((b) => b.toString(16)).join(' ')).toBe(false);
+      expect(() => new TextDecoder('utf-8', { fatal: true }).decode(line)).toThrow();
+    }
+    const good = Buffer.from('{"a":"x\u00e9\u20ac\u{1f600}\u{10ffff}y"}');
+    expect(scan(s, good)).toBe(true);
+    expect(s.value(0)).toBe('x\u00e9\u20ac\u{1f600}\u{10ffff}y');
+  });
+
+  it('agrees with JSON.parse on generated lines (random names, values, spacing and damage)', () => {
+    const s = new FlatJsonLine();
+    let seed = 12345;
+    const rnd = (n: number): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    const pieces = ['a', 'Z', '0', '9', ' ', '"', '\\', 'é', '😀', '\n', '\t', '/', '{', '}', ':', ',', '-', '.', 'e'];
+    const str = (): string => Array.from({ length: rnd(8) }, () => pieces[rnd(pieces.length)]).join('');
+    const value = (): unknown => {
+      switch (rnd(8)) {
+        case 0:
+          return str();
+        case 1:
+          return rnd(2000) - 1000;
+        case 2:
+          return (rnd(2000) - 1000) / 7;
+        case 3:
+          return rnd(2) === 0;
+        case 4:
+          return null;
+        case 5:
+          return rnd(4) === 0 ? { n: 1 } : 2 ** (20 + rnd(50));
+        case 6:
+          return `user-${rnd(100)}@example.com`;
+        default:
+          return 'x'.repeat(rnd(300));
+      }
+    };
+    let accepted = 0;
+    for (let n = 0; n < 3000; n++) {
+      const obj: Record<string, unknown> = {};
+      const fields = rnd(12);
+      for (let i = 0; i < fields; i++) obj[rnd(5) === 0 ? str() : `field${rnd(40)}`] = value();
+      let text = JSON.stringify(obj, null, rnd(3) === 0 ? 1 : undefined).replace(/\n/g, ' ');
+      if (rnd(10) === 0) {
+        const at = rnd(text.length + 1);
+        text = text.slice(0, at) + pieces[rnd(pieces.length)] + text.slice(at + rnd(3));
+      }
+      if (checkAgainstJsonParse(s, text)) accepted++;
+      else if (parsedOrUndefined(text) === undefined) expect(scan(s, text)).toBe(false);
+    }
+    // most generated lines are plain flat records: the fast path must take them
+    expect(accepted).toBeGreaterThan(1000);
+  });
+});
