@@ -426,3 +426,50 @@ describe('scripts/generate-catalog.ts keeps the hand-maintained keys', () => {
     }
   });
 });
+
+describe('prebuilt catalog (catalog-snapshot.ts)', () => {
+  const dirs: string[] = [];
+  const tempDir = (): string => {
+    const d = mkdtempSync(path.join(tmpdir(), 'tao-snapshot-'));
+    dirs.push(d);
+    return d;
+  };
+  const plain = (c: import('../src/mapping/catalog.js').Catalog) => ({
+    defaults: JSON.parse(JSON.stringify(c.defaults)) as unknown,
+    eventTypes: [...c.eventTypes.values()].map((e) => JSON.parse(JSON.stringify({ ...e, allAttributes: [...e.allAttributes] })) as unknown),
+  });
+
+  it('loads exactly what the YAML files give, and only while the files are unchanged', async () => {
+    const { loadCatalog, bundledMappingsDir } = await import('../src/mapping/catalog.js');
+    const { writeCatalogSnapshot, readCatalogSnapshot } = await import('../src/mapping/catalog-snapshot.js');
+    try {
+      const work = tempDir();
+      const file = path.join(work, 'snapshot.json');
+      const fromYaml = loadCatalog(bundledMappingsDir(), { snapshot: false });
+      writeCatalogSnapshot(fromYaml, file);
+      const fromSnapshot = readCatalogSnapshot(bundledMappingsDir(), file);
+      expect(fromSnapshot).toBeDefined();
+      expect(fromSnapshot!.eventTypes.size).toBe(270);
+      expect(plain(fromSnapshot!)).toEqual(plain(fromYaml));
+      expect(fromSnapshot!.eventTypes.get('login_authentication')!.allAttributes).toBeInstanceOf(Map);
+
+      // a copy with one body edited: the snapshot no longer applies, and loading reads the edit
+      const copy = path.join(tempDir(), 'mappings');
+      cpSync(bundledMappingsDir(), copy, { recursive: true });
+      expect(readCatalogSnapshot(copy, file)).toBeDefined(); // same contents elsewhere: still valid
+      const loginFile = path.join(copy, 'site', 'login_authentication.yaml');
+      const login = parse(readFileSync(loginFile, 'utf8')) as EventMappingFile;
+      writeFileSync(loginFile, stringify({ ...login, body: 'edited {user}' }));
+      expect(readCatalogSnapshot(copy, file)).toBeUndefined();
+      expect(loadCatalog(copy).eventTypes.get('login_authentication')!.body).toBe('edited {user}');
+
+      // a file added or removed changes the fingerprint too
+      const copy2 = path.join(tempDir(), 'mappings');
+      cpSync(bundledMappingsDir(), copy2, { recursive: true });
+      rmSync(path.join(copy2, 'site', 'login_authentication.yaml'));
+      expect(readCatalogSnapshot(copy2, file)).toBeUndefined();
+    } finally {
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    }
+  });
+});

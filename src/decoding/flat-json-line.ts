@@ -26,6 +26,12 @@ const MAX_NAMES = 20_000;
 /** Fields per line handled here; a wider line falls back. */
 const MAX_FIELDS = 1024;
 
+/** Buffer's own decoders (what toString calls after checking its arguments). */
+interface LatinSlicing {
+  latin1Slice(start: number, end: number): string;
+  utf8Slice(start: number, end: number): string;
+}
+
 interface InternedName {
   readonly bytes: Uint8Array;
   readonly name: string;
@@ -60,6 +66,9 @@ export class FlatJsonLine implements RecordFields {
   readonly starts = new Int32Array(MAX_FIELDS);
   readonly ends = new Int32Array(MAX_FIELDS);
   private readonly names: string[] = [];
+  /** Values already materialised on this line (valueGen[i] === gen). */
+  private readonly values: AttrValue[] = [];
+  private readonly valueGen = new Int32Array(MAX_FIELDS);
   private readonly byHash = new Map<number, InternedName>();
   private readonly byName = new Map<string, InternedName>();
   private gen = 0;
@@ -109,12 +118,13 @@ export class FlatJsonLine implements RecordFields {
         for (;;) {
           if (r >= end) return false;
           const b = buf[r]!;
-          if (b === 0x22) break;
-          if (b < 0x80) {
-            if (b === 0x5c || b < 0x20) return false;
+          const cls = STRING_BYTE[b]!;
+          if (cls === PLAIN) {
             r++;
             continue;
           }
+          if (cls === QUOTE) break;
+          if (cls === REFUSED) return false; // an escape or a control character: JSON.parse decides
           const n = utf8SequenceLength(buf, r, end);
           if (n === 0) return false;
           kind = KIND_STRING_UTF8;
@@ -205,11 +215,19 @@ export class FlatJsonLine implements RecordFields {
   }
 
   value(i: number): AttrValue {
+    if (this.valueGen[i] === this.gen) return this.values[i]!;
+    const v = this.materialise(i);
+    this.values[i] = v;
+    this.valueGen[i] = this.gen;
+    return v;
+  }
+
+  private materialise(i: number): AttrValue {
     switch (this.kinds[i]) {
       case KIND_STRING:
-        return this.buf.toString('latin1', this.starts[i], this.ends[i]);
+        return (this.buf as unknown as LatinSlicing).latin1Slice(this.starts[i]!, this.ends[i]!); // ASCII only: latin1 is UTF-8
       case KIND_STRING_UTF8:
-        return this.buf.toString('utf8', this.starts[i], this.ends[i]);
+        return (this.buf as unknown as LatinSlicing).utf8Slice(this.starts[i]!, this.ends[i]!);
       case KIND_NUMBER:
         return this.number(i);
       case KIND_TRUE:
@@ -241,6 +259,13 @@ export class FlatJsonLine implements RecordFields {
     return Number(buf.toString('latin1', this.starts[i], e));
   }
 }
+
+/** What a byte inside a string value is to the scanner. */
+const PLAIN = 0;
+const QUOTE = 1;
+const REFUSED = 2;
+const MULTIBYTE = 3;
+const STRING_BYTE = new Uint8Array(256).map((_, b) => (b === 0x22 ? QUOTE : b === 0x5c || b < 0x20 ? REFUSED : b >= 0x80 ? MULTIBYTE : PLAIN));
 
 const TRUE = [0x74, 0x72, 0x75, 0x65];
 const FALSE = [0x66, 0x61, 0x6c, 0x73, 0x65];

@@ -187,8 +187,12 @@ export class ProtoWriter {
     buf[this.pos++] = T_AV_STRING;
     this.varint(len);
     p = this.pos;
-    if (len <= 64) for (let i = start; i < end; i++) buf[p++] = src[i]!;
-    else p += src.copy(buf, p, start, end);
+    // (Buffer#copy validates its arguments in JS: slower than either of these for our sizes)
+    if (len <= 128) for (let i = start; i < end; i++) buf[p++] = src[i]!;
+    else {
+      buf.set(src.subarray(start, end), p);
+      p += len;
+    }
     this.pos = p;
   }
 

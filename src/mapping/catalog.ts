@@ -16,6 +16,7 @@ import {
 import { FileError, loadYamlFile, parseYaml, positionOf, readTextFile, validateYaml } from '../util/yaml-file.js';
 import { compileTemplate, templateFields, TemplateError } from './body-template.js';
 import { snakeCase, DERIVED_ATTRIBUTES } from './record-mapper.js';
+import { readCatalogSnapshot } from './catalog-snapshot.js';
 
 export interface EventTypeEntry extends EventMappingFile {
   file: string;
@@ -35,7 +36,16 @@ export function bundledMappingsDir(): string {
   return resolve(here, '..', '..', 'mappings');
 }
 
-export function loadCatalog(dir: string = bundledMappingsDir()): Catalog {
+export interface LoadCatalogOptions {
+  /** Use the prebuilt catalog when it was built from these very files (default true; see catalog-snapshot.ts). */
+  snapshot?: boolean;
+}
+
+export function loadCatalog(dir: string = bundledMappingsDir(), options: LoadCatalogOptions = {}): Catalog {
+  if (options.snapshot !== false) {
+    const prebuilt = readCatalogSnapshot(dir);
+    if (prebuilt) return prebuilt;
+  }
   const defaults = loadYamlFile(join(dir, 'defaults.yaml'), defaultsFileSchema);
   const eventTypes = new Map<string, EventTypeEntry>();
   const problems: FileError[] = [];

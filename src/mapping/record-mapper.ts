@@ -62,6 +62,8 @@ export interface ObjectMappingContext {
 
 /** Where the mapping rules put attributes (an object, or an encoder writing them as they come). */
 export interface AttributeSink {
+  /** Called once the record's timestamp, severity and resource are known, before the first attribute. */
+  head?(plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity): void;
   has(name: string): boolean;
   set(name: string, value: AttrValue): void;
   /** Field i of the record, as it is, under `name`. */
@@ -185,6 +187,42 @@ interface Route {
   name: string;
   /** Not documented for this event type (counted as schema drift). */
   unknown: boolean;
+}
+
+/** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
+class DirectSink implements AttributeSink {
+  out!: DirectRecordWriter;
+  private observed = 0n;
+  private wanted: Map<string, string> | undefined;
+  readonly captured = new Map<string, AttrValue>();
+
+  constructor(private readonly bodyWanted: (plan: TypePlan, family: Family) => Map<string, string>) {}
+
+  start(out: DirectRecordWriter, observedTimeUnixNano: bigint): void {
+    this.out = out;
+    this.observed = observedTimeUnixNano;
+    this.wanted = undefined;
+    this.captured.clear();
+  }
+
+  head(plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity): void {
+    this.wanted = this.bodyWanted(plan, family);
+    this.out.begin(resource, time, this.observed, SEVERITY_NUMBER[severity], severity, plan.eventName);
+  }
+
+  has(name: string): boolean {
+    return this.out.has(name);
+  }
+
+  set(name: string, v: AttrValue): void {
+    this.out.attr(name, v);
+    if (this.wanted !== undefined && this.wanted.has(name)) this.captured.set(name, v);
+  }
+
+  setField(name: string, f: RecordFields, i: number): void {
+    this.out.field(name, f, i);
+    if (this.wanted !== undefined && this.wanted.has(name)) this.captured.set(name, f.value(i) as AttrValue);
+  }
 }
 
 /** `a|b` → the first present value of the record. */
@@ -401,32 +439,20 @@ export class RecordMapper {
   }
 
   private mapFieldsDirect(fields: RecordFields, line: number, ctx: ObjectMappingContext, observedTimeUnixNano: bigint, out: DirectRecordWriter): MapResult | DirectMapped {
-    const captured = this.captured;
-    captured.clear();
-    let wanted: Map<string, string> | undefined;
-    const sink: AttributeSink = {
-      has: (name) => out.has(name),
-      set: (name, v) => {
-        out.attr(name, v);
-        if (wanted !== undefined && wanted.has(name)) captured.set(name, v);
-      },
-      setField: (name, f, i) => {
-        out.field(name, f, i);
-        if (wanted !== undefined && wanted.has(name)) captured.set(name, f.value(i) as AttrValue);
-      },
-    };
-    const head = this.mapInto(fields, line, ctx, sink, (plan, family, resource, time, severity) => {
-      wanted = this.bodyWanted(plan, family);
-      out.begin(resource, time, observedTimeUnixNano, SEVERITY_NUMBER[severity], severity, plan.eventName);
-    });
+    const sink = this.directSink;
+    sink.start(out, observedTimeUnixNano);
+    const head = this.mapInto(fields, line, ctx, sink);
     if (!head.ok) return head;
     const { eventType, plan } = head;
+    const captured = sink.captured;
     const lookup = this.bodyLookup(head, (name) => captured.get(name));
     out.end(plan.body ? plan.body(lookup) : defaultBody(eventType, lookup));
     return { ok: true, direct: true, eventType, timeUnixNano: head.time };
   }
 
-  private readonly captured = new Map<string, AttrValue>();
+  /** The sink of mapDirect: the writer, plus the values the body will read. One per mapper, reused. */
+  private readonly directSink = new DirectSink((plan, family) => this.bodyWanted(plan, family));
+
 
   /** Body placeholders → values of the attributes as emitted (`read` by output name). */
   private bodyLookup(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
@@ -476,7 +502,6 @@ export class RecordMapper {
     line: number,
     ctx: ObjectMappingContext,
     sink: AttributeSink,
-    onHead?: (plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity) => void,
   ): { ok: false; reason: string; dropped?: true } | { ok: true; time: bigint; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields } {
     const eventTime = get(rec, 'eventTime');
     const time = parseEventTime(eventTime);
@@ -515,7 +540,7 @@ export class RecordMapper {
       if (hit && SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
     }
     if (plan.severity) severity = plan.severity;
-    onHead?.(plan, family, resource, time, severity);
+    sink.head?.(plan, family, resource, time, severity);
 
     const eventId = get(rec, 'eventId');
     const uid = typeof eventId === 'string' && eventId !== '' ? eventId : `${ctx.uidPrefix}:${line}`;
