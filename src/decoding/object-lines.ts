@@ -25,23 +25,28 @@ const GZIP_MAGIC_1 = 0x8b;
 const OVERSIZE_HEAD_BYTES = 1024;
 export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
 
+/** The same bytes as a Buffer, without copying them (Buffer.from(view) would copy). */
+function asBuffer(v: Buffer | Uint8Array): Buffer {
+  return Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
 /** Yields the object's decompressed bytes; gunzips when the first two bytes are gzip's magic. */
 export async function* decompressed(source: AsyncIterable<Buffer | Uint8Array>): AsyncGenerator<Buffer> {
   const it = source[Symbol.asyncIterator]();
-  let head = Buffer.alloc(0);
+  let head: Buffer = Buffer.alloc(0);
   while (head.length < 2) {
     const next = await it.next();
     if (next.done) {
       if (head.length > 0) yield head;
       return;
     }
-    head = Buffer.concat([head, Buffer.from(next.value)]);
+    head = head.length === 0 ? asBuffer(next.value) : Buffer.concat([head, next.value]);
   }
   const rest: AsyncIterable<Buffer> = {
     [Symbol.asyncIterator]: () => ({
       next: async () => {
         const n = await it.next();
-        return n.done ? n : { done: false, value: Buffer.from(n.value) };
+        return n.done ? n : { done: false, value: asBuffer(n.value) };
       },
       return: async () => {
         await it.return?.();

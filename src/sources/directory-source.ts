@@ -101,7 +101,9 @@ export class DirectorySource implements Source {
         identity: `directory\n${f.key}`,
         size: f.size,
         resumeAfterLine: progress?.line ?? 0,
-        open: (signal) => createReadStream(full, { highWaterMark: 1 << 20, signal }),
+        // 256 KiB reads: the next object's first read waits (prefetched) while this one is
+        // processed, and long-lived large buffers made the garbage collector run full collections
+        open: (signal) => createReadStream(full, { highWaterMark: 256 * 1024, signal }),
       });
     }
     return out;
