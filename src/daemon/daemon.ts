@@ -16,6 +16,7 @@
  *   worker pool, and the old pool closes once the batches it holds are done.
  * - `stop()` stops every tenant the same way.
  */
+import { loadSourceTypes } from '../sources/source-registry.js';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -193,7 +194,10 @@ export class Daemon {
     return Math.max(0, g - Math.min(2000, g * 0.2));
   }
 
-  /** Validate the configuration and start every tenant. Throws (nothing started) when the configuration is invalid. */
+  /**
+   * Validate the configuration and start every tenant. Throws (nothing started) when the
+   * configuration is invalid. The configured source types must be loaded (loadSourceTypes).
+   */
   start(loaded: LoadedConfig): void {
     const plan = this.prepare(loaded);
     const built = this.buildRuntimes(plan, [...plan.tenants.keys()]);
@@ -237,6 +241,7 @@ export class Daemon {
     let built = new Map<string, TenantRuntime>();
     try {
       const loaded = load();
+      await loadSourceTypes(loaded.config.tenants.flatMap((t) => t.sources));
       plan = this.prepare(loaded);
       for (const [id, tp] of plan.tenants) {
         const slot = this.slots.get(id);

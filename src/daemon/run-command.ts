@@ -10,6 +10,7 @@
  * - The HTTP endpoints (/healthz, /readyz, /metrics) in daemon mode, or with `--listen`.
  * - `--once`: a progress display (bars on a terminal, periodic lines otherwise).
  */
+import { loadSourceTypes } from '../sources/source-registry.js';
 import type { LoadedConfig } from './config.js';
 import type { Logger } from './logger.js';
 import { routeProcessWarnings } from './logger.js';
@@ -140,6 +141,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
   }
 
   try {
+    await loadSourceTypes(loaded.config.tenants.flatMap((t) => t.sources));
     daemon.start(loaded);
   } catch (err) {
     // configuration problems found while starting (mapping files, overrides, sources, destinations): clear message, no stack
