@@ -5,7 +5,8 @@
  * nanoseconds.
  */
 import type { ReadableLogRecord } from '@opentelemetry/sdk-logs';
-import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
+import { createRequire } from 'node:module';
+import type { Resource } from '@opentelemetry/resources';
 import type { LogAttributes } from '@opentelemetry/api-logs';
 import type { InstrumentationScopeInfo, MappedLogRecord } from '../mapping/log-record.js';
 import { toHrTime } from '../mapping/event-time.js';
@@ -41,10 +42,17 @@ export class OtelLogRecordBuilder {
   private resource(r: MappedLogRecord): Resource {
     let res = this.resources.get(r.resource.key);
     if (!res) {
-      res = resourceFromAttributes({ ...r.resource.attributes });
+      res = resources().resourceFromAttributes({ ...r.resource.attributes });
       if (this.resources.size > 10_000) this.resources.clear();
       this.resources.set(r.resource.key, res);
     }
     return res;
   }
+}
+
+/** @opentelemetry/resources, loaded on first use (only the otlp-json encoding needs it; see encodings.ts). */
+let resourcesModule: typeof import('@opentelemetry/resources') | undefined;
+function resources(): typeof import('@opentelemetry/resources') {
+  resourcesModule ??= createRequire(import.meta.url)('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
+  return resourcesModule;
 }
