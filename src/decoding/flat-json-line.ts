@@ -66,6 +66,8 @@ export class FlatJsonLine implements RecordFields {
   readonly starts = new Int32Array(MAX_FIELDS);
   readonly ends = new Int32Array(MAX_FIELDS);
   private readonly names: string[] = [];
+  /** The name at each position on the previous line (the usual next one). */
+  private readonly expected: Array<InternedName | undefined> = [];
   /** Values already materialised on this line (valueGen[i] === gen). */
   private readonly values: AttrValue[] = [];
   private readonly valueGen = new Int32Array(MAX_FIELDS);
@@ -90,26 +92,47 @@ export class FlatJsonLine implements RecordFields {
       // "name"
       if (p >= end || buf[p] !== 0x22) return false;
       const ks = p + 1;
-      let h = 0;
+      const i = this.size;
+      if (i >= MAX_FIELDS) return false;
+      let interned: InternedName | undefined;
       let q = ks;
-      for (; q < end; q++) {
-        const c = buf[q]!;
-        if (c === 0x22) break;
-        if (c === 0x5c || c < 0x20 || c >= 0x80) return false; // escapes, controls, non-ASCII names: JSON.parse decides
-        h = (Math.imul(h, 31) + c) | 0;
+      // Lines of one event type repeat their names in the same order: try the name found at
+      // this position on the previous line first (a byte comparison, no hashing). Its bytes
+      // were checked when it was interned.
+      const expected = this.expected[i];
+      if (expected !== undefined) {
+        const eb = expected.bytes;
+        const el = eb.length;
+        if (ks + el < end && buf[ks + el] === 0x22) {
+          let j = 0;
+          while (j < el && buf[ks + j] === eb[j]) j++;
+          if (j === el) {
+            interned = expected;
+            q = ks + el;
+          }
+        }
       }
-      if (q >= end) return false;
-      // a name that looks like an array index is ordered first by JSON.parse's objects
-      const c0 = buf[ks]!;
-      if (q > ks && c0 >= 0x30 && c0 <= 0x39) return false;
-      const interned = this.intern(buf, ks, q, h);
-      if (interned === undefined || interned.gen === gen) return false; // too many names, or a duplicate
+      if (interned === undefined) {
+        let h = 0;
+        for (; q < end; q++) {
+          const c = buf[q]!;
+          if (c === 0x22) break;
+          if (c === 0x5c || c < 0x20 || c >= 0x80) return false; // escapes, controls, non-ASCII names: JSON.parse decides
+          h = (Math.imul(h, 31) + c) | 0;
+        }
+        if (q >= end) return false;
+        // a name that looks like an array index is ordered first by JSON.parse's objects
+        const c0 = buf[ks]!;
+        if (q > ks && c0 >= 0x30 && c0 <= 0x39) return false;
+        interned = this.intern(buf, ks, q, h);
+        if (interned === undefined) return false; // too many names
+        this.expected[i] = interned;
+      }
+      if (interned.gen === gen) return false; // a duplicate name
       p = skipWs(buf, q + 1, end);
       if (p >= end || buf[p] !== 0x3a /* : */) return false;
       p = skipWs(buf, p + 1, end);
       if (p >= end) return false;
-      const i = this.size;
-      if (i >= MAX_FIELDS) return false;
       const c = buf[p]!;
       if (c === 0x22) {
         const vs = p + 1;
@@ -118,13 +141,16 @@ export class FlatJsonLine implements RecordFields {
         for (;;) {
           if (r >= end) return false;
           const b = buf[r]!;
-          const cls = STRING_BYTE[b]!;
-          if (cls === PLAIN) {
+          if (b > 0x22 && b < 0x80 && b !== 0x5c) {
             r++;
             continue;
           }
-          if (cls === QUOTE) break;
-          if (cls === REFUSED) return false; // an escape or a control character: JSON.parse decides
+          if (b === 0x22) break;
+          if (b < 0x20 || b === 0x5c) return false; // a control character or an escape: JSON.parse decides
+          if (b < 0x80) {
+            r++; // space, !
+            continue;
+          }
           const n = utf8SequenceLength(buf, r, end);
           if (n === 0) return false;
           kind = KIND_STRING_UTF8;
@@ -259,13 +285,6 @@ export class FlatJsonLine implements RecordFields {
     return Number(buf.toString('latin1', this.starts[i], e));
   }
 }
-
-/** What a byte inside a string value is to the scanner. */
-const PLAIN = 0;
-const QUOTE = 1;
-const REFUSED = 2;
-const MULTIBYTE = 3;
-const STRING_BYTE = new Uint8Array(256).map((_, b) => (b === 0x22 ? QUOTE : b === 0x5c || b < 0x20 ? REFUSED : b >= 0x80 ? MULTIBYTE : PLAIN));
 
 const TRUE = [0x74, 0x72, 0x75, 0x65];
 const FALSE = [0x66, 0x61, 0x6c, 0x73, 0x65];
