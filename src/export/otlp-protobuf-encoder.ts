@@ -214,6 +214,20 @@ export class ProtoWriter {
     return enc;
   }
 
+  /** Bytes encoded beforehand (a cached field), as they are. */
+  bytes(b: Uint8Array): void {
+    const n = b.length;
+    if (this.pos + n > this.buf.length) this.grow(n);
+    const buf = this.buf;
+    let p = this.pos;
+    if (n <= 128) for (let i = 0; i < n; i++) buf[p++] = b[i]!;
+    else {
+      buf.set(b, p);
+      p += n;
+    }
+    this.pos = p;
+  }
+
   /** Bytes written by another writer, as they are. */
   raw(bytes: Uint8Array, length: number): void {
     if (this.pos + length > this.buf.length) this.grow(length);
@@ -460,12 +474,56 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.fixed64(timeUnixNano);
     w.byte(T_LR_SEVERITY_NUMBER);
     w.varint(severityNumber);
-    w.byte(T_LR_SEVERITY_TEXT);
-    w.string(severityText);
+    w.bytes(this.cachedField(this.severityTexts, T_LR_SEVERITY_TEXT, severityText));
     w.byte(T_LR_OBSERVED_TIME);
     w.fixed64(observedTimeUnixNano);
-    w.byte(T_LR_EVENT_NAME);
-    w.string(eventName);
+    w.bytes(this.cachedField(this.eventNames, T_LR_EVENT_NAME, eventName));
+  }
+
+  /** `tag, length, UTF-8` of a string field whose values repeat (severity text, event name). */
+  private cachedField(cache: Map<string, Uint8Array>, fieldTag: number, value: string): Uint8Array {
+    let enc = cache.get(value);
+    if (enc === undefined) {
+      const w = this.scratch;
+      w.reset();
+      w.byte(fieldTag);
+      w.string(value);
+      enc = Uint8Array.prototype.slice.call(w.buf, 0, w.pos);
+      if (cache.size < 10_000) cache.set(value, enc);
+    }
+    return enc;
+  }
+
+  private readonly severityTexts = new Map<string, Uint8Array>();
+  private readonly eventNames = new Map<string, Uint8Array>();
+  /** Whole encoded attributes (`LogRecord.attributes` fields) of constant name/value pairs, by name then value. */
+  private readonly constants = new Map<string, Map<AttrValue, Uint8Array>>();
+  private readonly scratch = new ProtoWriter(1 << 10);
+
+  /**
+   * An attribute whose value is the same on every record of a kind (event type, category,
+   * OCSF class…): its encoded bytes are cached and copied.
+   */
+  constAttr(name: string, value: AttrValue): void {
+    if (typeof value !== 'string' && typeof value !== 'number') return this.attr(name, value);
+    let byValue = this.constants.get(name);
+    if (byValue === undefined) {
+      byValue = new Map();
+      if (this.constants.size < 1_000) this.constants.set(name, byValue);
+    }
+    let enc = byValue.get(value);
+    if (enc === undefined) {
+      const w = this.scratch;
+      w.reset();
+      w.byte(T_LR_ATTRIBUTES);
+      const s = w.begin();
+      keyValueBody(w, name, value, 0);
+      w.end(s);
+      enc = Uint8Array.prototype.slice.call(w.buf, 0, w.pos);
+      if (byValue.size < 1_000) byValue.set(value, enc);
+    }
+    this.seen.set(name, this.generation);
+    this.w!.bytes(enc);
   }
 
   has(name: string): boolean {

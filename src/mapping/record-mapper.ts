@@ -66,6 +66,8 @@ export interface AttributeSink {
   head?(plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity): void;
   has(name: string): boolean;
   set(name: string, value: AttrValue): void;
+  /** set() for a value that is the same on every record of its event type. */
+  setConst?(name: string, value: AttrValue): void;
   /** Field i of the record, as it is, under `name`. */
   setField(name: string, fields: RecordFields, i: number): void;
 }
@@ -75,6 +77,8 @@ export interface DirectRecordWriter {
   begin(resource: ResourceDescriptor, timeUnixNano: bigint, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void;
   has(name: string): boolean;
   attr(name: string, value: AttrValue): void;
+  /** attr() for a value constant per event type (the writer may cache its encoding). */
+  constAttr(name: string, value: AttrValue): void;
   /** Field i of the record as it is (a scanned line's value is copied from its bytes). */
   field(name: string, fields: RecordFields, i: number): void;
   end(body: string): void;
@@ -194,7 +198,10 @@ class DirectSink implements AttributeSink {
   out!: DirectRecordWriter;
   private observed = 0n;
   private wanted: Map<string, string> | undefined;
-  readonly captured = new Map<string, AttrValue>();
+  /** The values the body reads, by output name (a handful per record: arrays, not a Map). */
+  private readonly capturedNames: string[] = [];
+  private readonly capturedValues: AttrValue[] = [];
+  private captured = 0;
 
   constructor(private readonly bodyWanted: (plan: TypePlan, family: Family) => Map<string, string>) {}
 
@@ -202,7 +209,7 @@ class DirectSink implements AttributeSink {
     this.out = out;
     this.observed = observedTimeUnixNano;
     this.wanted = undefined;
-    this.captured.clear();
+    this.captured = 0;
   }
 
   head(plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity): void {
@@ -216,12 +223,28 @@ class DirectSink implements AttributeSink {
 
   set(name: string, v: AttrValue): void {
     this.out.attr(name, v);
-    if (this.wanted !== undefined && this.wanted.has(name)) this.captured.set(name, v);
+    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
+  }
+
+  setConst(name: string, v: AttrValue): void {
+    this.out.constAttr(name, v);
+    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
   }
 
   setField(name: string, f: RecordFields, i: number): void {
     this.out.field(name, f, i);
-    if (this.wanted !== undefined && this.wanted.has(name)) this.captured.set(name, f.value(i) as AttrValue);
+    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, f.value(i) as AttrValue);
+  }
+
+  private capture(name: string, v: AttrValue): void {
+    this.capturedNames[this.captured] = name;
+    this.capturedValues[this.captured++] = v;
+  }
+
+  /** A captured value by output name, the last one set (undefined when the record had none). */
+  read(name: string): AttrValue | undefined {
+    for (let i = this.captured - 1; i >= 0; i--) if (this.capturedNames[i] === name) return this.capturedValues[i];
+    return undefined;
   }
 }
 
@@ -444,8 +467,7 @@ export class RecordMapper {
     const head = this.mapInto(fields, line, ctx, sink);
     if (!head.ok) return head;
     const { eventType, plan } = head;
-    const captured = sink.captured;
-    const lookup = this.bodyLookup(head, (name) => captured.get(name));
+    const lookup = this.bodyLookup(head, (name) => sink.read(name));
     out.end(plan.body ? plan.body(lookup) : defaultBody(eventType, lookup));
     return { ok: true, direct: true, eventType, timeUnixNano: head.time };
   }
@@ -545,8 +567,13 @@ export class RecordMapper {
     const eventId = get(rec, 'eventId');
     const uid = typeof eventId === 'string' && eventId !== '' ? eventId : `${ctx.uidPrefix}:${line}`;
     sink.set(ATTR_LOG_RECORD_UID, uid);
-    sink.set(ATTR_EVENT_TYPE, eventType);
-    for (const [k, v] of plan.derived) sink.set(k, v);
+    if (sink.setConst) {
+      sink.setConst(ATTR_EVENT_TYPE, eventType);
+      for (const [k, v] of plan.derived) sink.setConst(k, v);
+    } else {
+      sink.set(ATTR_EVENT_TYPE, eventType);
+      for (const [k, v] of plan.derived) sink.set(k, v);
+    }
     if (plan.target) this.setTarget(sink, plan.target, rec);
     if (failedOutcome) sink.set(ATTR_ERROR_TYPE, outcome as string);
 
