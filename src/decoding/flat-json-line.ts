@@ -35,6 +35,8 @@ interface LatinSlicing {
 interface InternedName {
   readonly bytes: Uint8Array;
   readonly name: string;
+  /** 0, 1, 2…: the order names were first seen by this scanner. */
+  readonly id: number;
   /** Hash chain. */
   next: InternedName | undefined;
   /** The line (scan generation) this name was last seen on, and its field index there. */
@@ -66,6 +68,7 @@ export class FlatJsonLine implements RecordFields {
   readonly starts = new Int32Array(MAX_FIELDS);
   readonly ends = new Int32Array(MAX_FIELDS);
   private readonly names: string[] = [];
+  private readonly ids = new Int32Array(MAX_FIELDS);
   /** The name at each position on the previous line (the usual next one). */
   private readonly expected: Array<InternedName | undefined> = [];
   /** Values already materialised on this line (valueGen[i] === gen). */
@@ -185,6 +188,7 @@ export class FlatJsonLine implements RecordFields {
       interned.gen = gen;
       interned.index = i;
       this.names[i] = interned.name;
+      this.ids[i] = interned.id;
       this.size = i + 1;
       p = skipWs(buf, p, end);
       if (p >= end) return false;
@@ -211,7 +215,7 @@ export class FlatJsonLine implements RecordFields {
     if (this.byName.size >= MAX_NAMES) return undefined;
     const bytes = Uint8Array.prototype.slice.call(buf, start, end);
     const name = buf.toString('latin1', start, end);
-    const created: InternedName = { bytes, name, next: this.byHash.get(h), gen: 0, index: 0 };
+    const created: InternedName = { bytes, name, id: this.byName.size, next: this.byHash.get(h), gen: 0, index: 0 };
     this.byHash.set(h, created);
     this.byName.set(name, created);
     return created;
@@ -219,6 +223,11 @@ export class FlatJsonLine implements RecordFields {
 
   name(i: number): string {
     return this.names[i]!;
+  }
+
+  /** A small number standing for field i's name: the same for the same name on every line this scanner reads. */
+  nameId(i: number): number {
+    return this.ids[i]!;
   }
 
   indexOf(name: string): number {

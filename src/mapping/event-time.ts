@@ -31,8 +31,9 @@ function parseCommon(s: string): bigint | undefined {
     if (frac < 0) return undefined;
     for (let i = n - 21; i < 9; i++) frac *= 10;
   }
-  const second = s.slice(0, 19);
-  if (second !== cachedSecond) {
+  // the same second as the previous record (the usual case): no slice, no Date
+  if (cachedSecond === '' || !s.startsWith(cachedSecond)) {
+    const second = s.slice(0, 19);
     const y = digits(s, 0, 4), mo = digits(s, 5, 2), d = digits(s, 8, 2), h = digits(s, 11, 2), mi = digits(s, 14, 2), sec = digits(s, 17, 2);
     if (y < 1000 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59) return undefined;
     if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58) return undefined;

@@ -8,7 +8,7 @@ import type { Catalog, EventTypeEntry } from './catalog.js';
 import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, MappedLogRecord, ResourceDescriptor } from './log-record.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
-import type { FlatJsonLine, RecordFields } from '../decoding/flat-json-line.js';
+import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { parseEventTime } from './event-time.js';
 import { compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
@@ -68,8 +68,10 @@ export interface AttributeSink {
   set(name: string, value: AttrValue): void;
   /** set() for a value that is the same on every record of its event type. */
   setConst?(name: string, value: AttrValue): void;
-  /** Field i of the record, as it is, under `name`. */
-  setField(name: string, fields: RecordFields, i: number): void;
+  /** Field i of the record, as it is, under `name` (`wanted`: whether the body reads it, when the caller knows). */
+  setField(name: string, fields: RecordFields, i: number, wanted?: boolean): void;
+  /** Whether the body of the current record reads this output name (mapDirect keeps such values). */
+  wants?(name: string): boolean;
 }
 
 /** A writer mapDirect() streams one record into (see export/otlp-protobuf-encoder.ts). */
@@ -156,6 +158,9 @@ export function nestedDeeperThan(root: object, max: number): boolean {
   return false;
 }
 
+/** Routes kept by scanner name id, per type and family (ids past this use the Map). */
+const MAX_ROUTES_BY_ID = 4096;
+
 /** Drift counters stop adding names past this many (a flood of random names must not grow memory). */
 const MAX_DRIFT_NAMES = 10_000;
 
@@ -173,6 +178,12 @@ interface TypePlan {
   keep: boolean;
   /** Source attribute → where it goes, per family (computed on first sight of each name). */
   routes: Record<Family, Map<string, Route>>;
+  /**
+   * The same routes by the scanner's name ids (FlatJsonLine.nameId), for lines scanned by
+   * `idOwner`: an array index instead of a Map lookup per field.
+   */
+  routesById: Record<Family, Route[]>;
+  idOwner: FlatJsonLine | undefined;
   /** Body placeholder → the output attribute it reads, per family. */
   bodyFields: Record<Family, Map<string, string>>;
   /** Output attribute → placeholder, for the attributes a body reads (mapDirect keeps their values). */
@@ -191,6 +202,8 @@ interface Route {
   name: string;
   /** Not documented for this event type (counted as schema drift). */
   unknown: boolean;
+  /** Whether the body reads `name` (mapDirect keeps its value); known after first use. */
+  wanted?: boolean;
 }
 
 /** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
@@ -231,9 +244,13 @@ class DirectSink implements AttributeSink {
     if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
   }
 
-  setField(name: string, f: RecordFields, i: number): void {
+  setField(name: string, f: RecordFields, i: number, wanted?: boolean): void {
     this.out.field(name, f, i);
-    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, f.value(i) as AttrValue);
+    if (wanted ?? (this.wanted !== undefined && this.wanted.has(name))) this.capture(name, f.value(i) as AttrValue);
+  }
+
+  wants(name: string): boolean {
+    return this.wanted !== undefined && this.wanted.has(name);
   }
 
   private capture(name: string, v: AttrValue): void {
@@ -351,6 +368,8 @@ export class RecordMapper {
       severity: this.overrides.severityFor(eventType),
       keep: this.overrides.keeps(eventType),
       routes: { site: new Map(), tenant: new Map() },
+      routesById: { site: [], tenant: [] },
+      idOwner: undefined,
       bodyFields: { site: new Map(), tenant: new Map() },
       bodyWantedByFamily: {},
     };
@@ -578,11 +597,26 @@ export class RecordMapper {
     if (failedOutcome) sink.set(ATTR_ERROR_TYPE, outcome as string);
 
     const routes = plan.routes[family];
+    const scanned = rec instanceof FlatJsonLine ? rec : undefined;
+    if (scanned && plan.idOwner !== scanned) {
+      plan.idOwner = scanned;
+      plan.routesById = { site: [], tenant: [] };
+    }
+    const byId = plan.routesById[family];
     const liftedSite = resource.attributes[this.prefix + 'site_luid'];
     for (let i = 0; i < n; i++) {
       if (rec.isNull(i)) continue;
       const k = rec.name(i);
-      const r = routes.get(k) ?? this.route(plan, family, k);
+      let r: Route;
+      if (scanned) {
+        const id = scanned.nameId(i);
+        let known = byId[id];
+        if (known === undefined) {
+          known = routes.get(k) ?? this.route(plan, family, k);
+          if (id < MAX_ROUTES_BY_ID) byId[id] = known;
+        }
+        r = known;
+      } else r = routes.get(k) ?? this.route(plan, family, k);
       if (r.unknown) this.drifted(this.drift.unknownAttributes, 'attribute', `${eventType}.${k}`);
       switch (r.kind) {
         case ROUTE_SKIP:
@@ -611,7 +645,8 @@ export class RecordMapper {
         default:
           if (k === 'siteLuid' && rec.value(i) === liftedSite) continue; // lifted to the resource
           if (k === 'eventType' && rec.value(i) === eventType) continue; // same as tableau.event_type
-          sink.setField(sink.has(r.name) ? RAW_ATTRIBUTE_PREFIX + k : r.name, rec, i);
+          if (sink.has(r.name)) sink.setField(RAW_ATTRIBUTE_PREFIX + k, rec, i);
+          else sink.setField(r.name, rec, i, (r.wanted ??= sink.wants?.(r.name)));
           continue;
       }
       // the usual name is taken on this record: keep the value under its own generic name
@@ -639,7 +674,18 @@ export class RecordMapper {
     put(ATTR_TARGET_GROUP_ID, target.group);
   }
 
+  /** The previous record's resource and what it was made of (records of an object share one). */
+  private lastResource: { family: Family; siteLuid: string | undefined; pod: string | undefined; r: ResourceDescriptor } | undefined;
+
   private resourceFor(family: Family, siteLuid: string | undefined, key: ObjectKeyInfo): ResourceDescriptor {
+    const last = this.lastResource;
+    if (last !== undefined && last.family === family && last.siteLuid === siteLuid && last.pod === key.pod) return last.r;
+    const r = this.resourceOf(family, siteLuid, key);
+    this.lastResource = { family, siteLuid, pod: key.pod, r };
+    return r;
+  }
+
+  private resourceOf(family: Family, siteLuid: string | undefined, key: ObjectKeyInfo): ResourceDescriptor {
     const id = `${family}\u0000${siteLuid ?? ''}\u0000${key.pod ?? ''}`;
     let r = this.resources.get(id);
     if (!r) {
