@@ -7,12 +7,27 @@
  * longer than `maxLineBytes` are reported as oversize (with their head) and never buffered whole.
  * The first `skipLines` lines are counted and dropped (resume after a restart).
  */
-export interface ObjectChunk {
-  /** 1-based number of the chunk's first line. */
-  firstLine: number;
-  /** Lines in `bytes` (the last one may lack its newline at the end of the object). */
-  lineCount: number;
-  bytes: Buffer;
+export class ObjectChunk {
+  private joined: Buffer | undefined;
+
+  constructor(
+    /** 1-based number of the chunk's first line. */
+    readonly firstLine: number,
+    /** Lines in the chunk (the last one may lack its newline at the end of the object). */
+    readonly lineCount: number,
+    /**
+     * The chunk's bytes in order, as views of the decompressed buffers they were read in (not
+     * joined: the encode pool copies them straight into its shared buffer).
+     */
+    readonly parts: Buffer[],
+    readonly byteLength: number,
+  ) {}
+
+  /** The chunk's bytes in one buffer (joined on first use). */
+  get bytes(): Buffer {
+    this.joined ??= this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.byteLength);
+    return this.joined;
+  }
 }
 
 export interface OversizeLine {
@@ -31,14 +46,20 @@ export interface ChunkerOptions {
 }
 
 const HEAD_BYTES = 1024;
+const EMPTY = Buffer.alloc(0);
 
 export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: ChunkerOptions): AsyncGenerator<ChunkItem> {
   const { maxLines, maxBytes, maxLineBytes } = options;
   let skip = options.skipLines ?? 0;
   let lineNo = 0;
-  // the chunk being assembled (complete lines, newline included)
+  // the chunk being assembled (complete lines, newline included): `parts` plus the range
+  // [runStart, runEnd) of `runBuf` that consecutive lines extend (one view per input buffer,
+  // not one per line)
   let parts: Buffer[] = [];
   let partsBytes = 0;
+  let runBuf: Buffer | null = null;
+  let runStart = 0;
+  let runEnd = 0;
   let chunkLines = 0;
   let chunkFirst = 1;
   // the line being assembled when it spans input buffers
@@ -47,8 +68,13 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
   let oversize: { head: Buffer; bytes: number; last: number } | null = null;
   let out: ChunkItem[] = [];
 
+  const endRun = (): void => {
+    if (runBuf !== null && runEnd > runStart) parts.push(runBuf.subarray(runStart, runEnd));
+    runBuf = null;
+  };
   const emitChunk = (): void => {
-    out.push({ kind: 'chunk', chunk: { firstLine: chunkFirst, lineCount: chunkLines, bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts, partsBytes) } });
+    endRun();
+    out.push({ kind: 'chunk', chunk: new ObjectChunk(chunkFirst, chunkLines, parts, partsBytes) });
     parts = [];
     partsBytes = 0;
     chunkLines = 0;
@@ -58,32 +84,45 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
     out.push({ kind: 'oversize', oversize: { line, bytes: size, head: head.subarray(0, HEAD_BYTES).toString('utf8') } });
   };
 
-  /** A line ends: `segment` is its last piece, newline included (empty at the end of the object). */
-  const completeLine = (segment: Buffer): void => {
+  /**
+   * A line ends: `buf[start, end)` is its last piece, newline included (empty at the end of
+   * the object); earlier pieces, if any, are in `partial`.
+   */
+  const completeLine = (buf: Buffer, start: number, end: number): void => {
     lineNo++;
-    const len = partialBytes + segment.length;
+    const segLen = end - start;
+    const len = partialBytes + segLen;
     let content = len;
-    if (segment.length > 0 && segment[segment.length - 1] === 0x0a) {
+    if (segLen > 0 && buf[end - 1] === 0x0a) {
       content--;
-      const before = segment.length >= 2 ? segment[segment.length - 2] : partial.at(-1)?.at(-1);
+      const before = segLen >= 2 ? buf[end - 2] : partial.at(-1)?.at(-1);
       if (before === 0x0d) content--;
     }
     if (skip > 0) {
       skip--;
     } else if (oversize) {
       // the size without the line's terminator (LF or CRLF), whatever the chunking
-      let size = oversize.bytes + segment.length;
-      if (segment.at(-1) === 0x0a) {
+      let size = oversize.bytes + segLen;
+      if (segLen > 0 && buf[end - 1] === 0x0a) {
         size--;
-        if ((segment.length >= 2 ? segment[segment.length - 2] : oversize.last) === 0x0d) size--;
+        if ((segLen >= 2 ? buf[end - 2] : oversize.last) === 0x0d) size--;
       }
       emitOversize(lineNo, size, oversize.head);
     } else if (content > maxLineBytes) {
-      emitOversize(lineNo, content, Buffer.concat([...partial, segment.subarray(0, HEAD_BYTES)]));
+      emitOversize(lineNo, content, Buffer.concat([...partial, buf.subarray(start, Math.min(end, start + HEAD_BYTES))]));
     } else if (len > 0) {
       if (chunkLines === 0) chunkFirst = lineNo;
-      if (partialBytes > 0) parts.push(...partial);
-      parts.push(segment);
+      if (partialBytes > 0) {
+        endRun();
+        parts.push(...partial);
+      }
+      if (runBuf === buf && runEnd === start) runEnd = end;
+      else {
+        endRun();
+        runBuf = buf;
+        runStart = start;
+        runEnd = end;
+      }
       partsBytes += len;
       chunkLines++;
       if (chunkLines >= maxLines || partsBytes >= maxBytes) emitChunk();
@@ -99,10 +138,11 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
       for (;;) {
         const nl = buf.indexOf(0x0a, start);
         if (nl === -1) break;
-        completeLine(buf.subarray(start, nl + 1));
+        completeLine(buf, start, nl + 1);
         start = nl + 1;
       }
       if (start < buf.length) {
+        endRun(); // (the run must not reach past this buffer's last complete line)
         const tail = buf.subarray(start);
         if (skip > 0) partialBytes += tail.length; // a line being skipped: only its length matters
         else if (oversize) {
@@ -130,7 +170,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
     for (const item of out) yield item;
     throw err;
   }
-  if (partialBytes > 0 || oversize) completeLine(Buffer.alloc(0));
+  if (partialBytes > 0 || oversize) completeLine(EMPTY, 0, 0);
   if (chunkLines > 0) emitChunk();
   for (const item of out) yield item;
 }

@@ -33,6 +33,11 @@ export interface ChunkSegment {
   uidPrefix: string;
   firstLine: number;
   bytes: Uint8Array;
+  /**
+   * Set instead of `bytes` by the reader (the chunk's pieces, not joined): the pool copies them
+   * into its shared buffer, or joins them, and sets `bytes` before the segment is processed.
+   */
+  parts?: Uint8Array[];
 }
 
 export interface ChunkTask {

@@ -259,6 +259,8 @@ interface Batch {
   bytes: number;
 }
 
+/** A segment's bytes before the pool sets them from its parts. */
+const NO_BYTES = new Uint8Array(0);
 const emptyBatch = (): Batch => ({ segments: [], refs: [], lines: 0, bytes: 0 });
 
 /** What one runner has done so far: for progress displays, `/readyz` and the lag gauges. */
@@ -419,9 +421,9 @@ export class SourceRunner {
             lastLine = o.line;
           } else {
             lastLine = lastLineOf(item.chunk);
-            stats.bytesRead += item.chunk.bytes.length;
-            this.progress.bytesRead += item.chunk.bytes.length;
-            metrics?.bytesRead.inc({ tenant: tenantId, source: this.source.id }, item.chunk.bytes.length);
+            stats.bytesRead += item.chunk.byteLength;
+            this.progress.bytesRead += item.chunk.byteLength;
+            metrics?.bytesRead.inc({ tenant: tenantId, source: this.source.id }, item.chunk.byteLength);
             await this.addToBatch(tracker, keyInfo, uidPrefix, item.chunk);
           }
           if (signal.aborted) return; // stop mid-object: what was read is in batches
@@ -454,10 +456,10 @@ export class SourceRunner {
 
   private async addToBatch(tracker: ObjectTracker, keyInfo: ObjectKeyInfo, uidPrefix: string, chunk: ObjectChunk): Promise<void> {
     const b = this.batch;
-    b.segments.push({ keyInfo, uidPrefix, firstLine: chunk.firstLine, bytes: chunk.bytes });
+    b.segments.push({ keyInfo, uidPrefix, firstLine: chunk.firstLine, bytes: NO_BYTES, parts: chunk.parts });
     b.refs.push({ tracker, entry: tracker.add(lastLineOf(chunk)), key: tracker.obj.key });
     b.lines += chunk.lineCount;
-    b.bytes += chunk.bytes.length;
+    b.bytes += chunk.byteLength;
     if (b.lines >= this.ctx.settings.batchSize || b.bytes >= this.ctx.settings.maxBatchBytes) await this.dispatch();
   }
 

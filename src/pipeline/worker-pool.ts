@@ -120,6 +120,11 @@ export class EncodeWorkerPool {
    * (until then the result's payloads and segments stay valid).
    */
   run(task: ChunkTask): Promise<ChunkResult> {
+    let total = 0;
+    for (const seg of task.segments) {
+      if (seg.parts) for (const p of seg.parts) total += p.length;
+      else total += seg.bytes.length;
+    }
     const output = this.outputs.acquire();
     let input = -1;
     let released = false;
@@ -130,6 +135,7 @@ export class EncodeWorkerPool {
       if (input >= 0) this.inputs.release(input);
     };
     if (this.inline) {
+      joinParts(task);
       try {
         const result = this.inline.process(output >= 0 ? { ...task, output: this.outputs.buffers[output]! } : task);
         return Promise.resolve({ ...result, segments: task.segments.map((seg) => seg.bytes), release });
@@ -142,8 +148,6 @@ export class EncodeWorkerPool {
       release();
       return Promise.reject(new Error('encode worker pool is closed'));
     }
-    let total = 0;
-    for (const seg of task.segments) total += seg.bytes.length;
     if (total <= INPUT_BUFFER_BYTES) input = this.inputs.acquire();
     const transfer: ArrayBuffer[] = [];
     let ranges: SharedRange[] | undefined;
@@ -152,13 +156,22 @@ export class EncodeWorkerPool {
       ranges = [];
       let at = 0;
       for (const seg of task.segments) {
-        const length = seg.bytes.length;
-        buf.set(seg.bytes, at);
-        seg.bytes = buf.subarray(at, at + length);
-        ranges.push({ buffer: input, offset: at, length });
-        at += length;
+        const from = at;
+        if (seg.parts) {
+          for (const p of seg.parts) {
+            buf.set(p, at);
+            at += p.length;
+          }
+          delete seg.parts;
+        } else {
+          buf.set(seg.bytes, at);
+          at += seg.bytes.length;
+        }
+        seg.bytes = buf.subarray(from, at);
+        ranges.push({ buffer: input, offset: from, length: at - from });
       }
     } else {
+      joinParts(task);
       for (const seg of task.segments) {
         // a view into a larger buffer (e.g. a zlib output chunk shared with the next chunk) is
         // copied to a buffer of its own: cloning it would copy the whole buffer, moving it would
@@ -215,5 +228,14 @@ export class EncodeWorkerPool {
     this.closed = true;
     for (const p of this.queue.splice(0)) p.reject(new Error('encode worker pool closed'));
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
+  }
+}
+
+/** Segments given as parts get their bytes joined into one buffer (in-process, or not in a shared buffer). */
+function joinParts(task: ChunkTask): void {
+  for (const seg of task.segments) {
+    if (!seg.parts) continue;
+    seg.bytes = seg.parts.length === 1 ? seg.parts[0]! : Buffer.concat(seg.parts);
+    delete seg.parts;
   }
 }
