@@ -23,6 +23,19 @@ const WIRE_FIXED64 = 1;
 const WIRE_LEN = 2;
 
 const tag = (field: number, wire: number): number => (field << 3) | wire;
+/** The encoded `KeyValue.key` field (tag, length, UTF-8 bytes) of an attribute name. */
+export function keyFieldOf(name: string): Uint8Array {
+  const bytes = Buffer.from(name);
+  const lenBytes: number[] = [];
+  let v = bytes.length;
+  while (v > 127) {
+    lenBytes.push((v & 127) | 128);
+    v = Math.floor(v / 128);
+  }
+  lenBytes.push(v);
+  return Uint8Array.from([T_KV_KEY, ...lenBytes, ...bytes]);
+}
+
 const varintSize = (v: number): number => (v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : v < 1 << 28 ? 4 : 5);
 const T_REQ_RESOURCE_LOGS = tag(1, WIRE_LEN);
 const T_RL_RESOURCE = tag(1, WIRE_LEN);
@@ -156,21 +169,15 @@ export class ProtoWriter {
   /** `KeyValue.key` (field 1): cached per name, since attribute names repeat on every record. */
   key(name: string): void {
     const enc = this.keyField(name);
-    const n = enc.length;
-    if (this.pos + n > this.buf.length) this.grow(n);
-    const buf = this.buf;
-    let p = this.pos;
-    for (let i = 0; i < n; i++) buf[p++] = enc[i]!;
-    this.pos = p;
+    this.bytes(enc);
   }
 
   /**
    * One attribute whose value is a string already UTF-8 encoded in `src[start, end)`: a
-   * `KeyValue{key, AnyValue{string_value}}` under `fieldTag`, lengths computed up front and the
-   * value's bytes copied as they are.
+   * `KeyValue{key, AnyValue{string_value}}` under `fieldTag` (`key`: the encoded key field, see
+   * keyFieldOf), lengths computed up front and the value's bytes copied as they are.
    */
-  stringAttribute(fieldTag: number, name: string, src: Buffer, start: number, end: number): void {
-    const key = this.keyField(name);
+  stringAttribute(fieldTag: number, key: Uint8Array, src: Buffer, start: number, end: number): void {
     const len = end - start;
     const anyLen = 1 + varintSize(len) + len;
     const kvLen = key.length + 1 + varintSize(anyLen) + anyLen;
@@ -196,19 +203,11 @@ export class ProtoWriter {
     this.pos = p;
   }
 
-  /** The encoded `KeyValue.key` field (tag, length, bytes) of an attribute name. */
+  /** The encoded `KeyValue.key` field of an attribute name, cached. */
   private keyField(name: string): Uint8Array {
     let enc = this.keys.get(name);
     if (enc === undefined) {
-      const bytes = Buffer.from(name);
-      const lenBytes: number[] = [];
-      let v = bytes.length;
-      while (v > 127) {
-        lenBytes.push((v & 127) | 128);
-        v = Math.floor(v / 128);
-      }
-      lenBytes.push(v);
-      enc = Uint8Array.from([T_KV_KEY, ...lenBytes, ...bytes]);
+      enc = keyFieldOf(name);
       if (this.keys.size < 10_000) this.keys.set(name, enc);
     }
     return enc;
@@ -426,6 +425,19 @@ export function encodeLogsRequest(records: readonly MappedLogRecord[], scope: In
 }
 
 /**
+ * An attribute name as the direct writer knows it: its encoded key field, and the record
+ * (generation) it was last set on, so has() is a comparison rather than a lookup when the
+ * caller keeps the slot.
+ */
+export interface NameSlot {
+  readonly key: Uint8Array;
+  seen: number;
+}
+
+/** Names the direct writer keeps slots for before it starts afresh (a flood of random names must not grow memory). */
+const MAX_NAME_SLOTS = 20_000;
+
+/**
  * Writes mapped records straight into OTLP protobuf as the mapper emits them
  * (RecordMapper.mapDirect): no record objects, no attribute objects. Records are grouped by
  * resource into one ScopeLogs each; finish() assembles the ExportLogsServiceRequest. The writer
@@ -439,8 +451,10 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   private readonly joined = new ProtoWriter(1 << 16);
   private w: ProtoWriter | null = null;
   private recordStart = 0;
-  /** Names set on the current record: name → record generation. */
-  private readonly seen = new Map<string, number>();
+  /** Attribute names: encoded key, and the record they were last set on (see NameSlot). */
+  private slots = new Map<string, NameSlot>();
+  /** Changes when `slots` is cleared: slots cached by callers from before are not used again. */
+  slotSpace: object = {};
   private generation = 0;
   count = 0;
 
@@ -467,7 +481,11 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     }
     const w = (this.w = g.w);
     this.generation++;
-    if (this.seen.size > 4096) this.seen.clear();
+    if (this.slots.size > MAX_NAME_SLOTS) {
+      // (between records only: within one, a name must keep its slot)
+      this.slots = new Map();
+      this.slotSpace = {};
+    }
     w.byte(T_SL_LOG_RECORDS);
     this.recordStart = w.begin();
     w.byte(T_LR_TIME);
@@ -522,34 +540,61 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       enc = Uint8Array.prototype.slice.call(w.buf, 0, w.pos);
       if (byValue.size < 1_000) byValue.set(value, enc);
     }
-    this.seen.set(name, this.generation);
+    this.slot(name).seen = this.generation;
     this.w!.bytes(enc);
   }
 
+  /** The slot of an attribute name (callers may keep it while `slotSpace` is the same). */
+  slot(name: string): NameSlot {
+    let s = this.slots.get(name);
+    if (s === undefined) {
+      s = { key: keyFieldOf(name), seen: 0 };
+      this.slots.set(name, s);
+    }
+    return s;
+  }
+
   has(name: string): boolean {
-    return this.seen.get(name) === this.generation;
+    return this.slot(name).seen === this.generation;
+  }
+
+  hasSlot(slot: NameSlot): boolean {
+    return slot.seen === this.generation;
   }
 
   attr(name: string, value: AttrValue): void {
-    const w = this.w!;
-    this.seen.set(name, this.generation);
+    this.attrAt(this.slot(name), value);
+  }
+
+  private attrAt(slot: NameSlot, value: AttrValue): void {
+    slot.seen = this.generation;
     if (value === undefined) return;
+    const w = this.w!;
     w.byte(T_LR_ATTRIBUTES);
     const s = w.begin();
-    keyValueBody(w, name, value, 0);
+    w.bytes(slot.key);
+    w.byte(T_KV_VALUE);
+    const sv = w.begin();
+    anyValue(w, value, 0);
+    w.end(sv);
     w.end(s);
   }
 
   field(name: string, fields: RecordFields, i: number): void {
+    this.fieldAt(this.slot(name), fields, i);
+  }
+
+  /** field() by slot: a scanned line's string value is copied from its bytes. */
+  fieldAt(slot: NameSlot, fields: RecordFields, i: number): void {
     if (fields instanceof FlatJsonLine) {
       const kind = fields.kinds[i];
       if (kind === KIND_STRING || kind === KIND_STRING_UTF8) {
-        this.seen.set(name, this.generation);
-        this.w!.stringAttribute(T_LR_ATTRIBUTES, name, fields.buf, fields.starts[i]!, fields.ends[i]!);
+        slot.seen = this.generation;
+        this.w!.stringAttribute(T_LR_ATTRIBUTES, slot.key, fields.buf, fields.starts[i]!, fields.ends[i]!);
         return;
       }
     }
-    this.attr(name, fields.value(i) as AttrValue);
+    this.attrAt(slot, fields.value(i) as AttrValue);
   }
 
   end(body: string): void {

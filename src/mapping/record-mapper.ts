@@ -68,10 +68,10 @@ export interface AttributeSink {
   set(name: string, value: AttrValue): void;
   /** set() for a value that is the same on every record of its event type. */
   setConst?(name: string, value: AttrValue): void;
-  /** Field i of the record, as it is, under `name` (`wanted`: whether the body reads it, when the caller knows). */
-  setField(name: string, fields: RecordFields, i: number, wanted?: boolean): void;
-  /** Whether the body of the current record reads this output name (mapDirect keeps such values). */
-  wants?(name: string): boolean;
+  /** Field i of the record, as it is, under `name`. */
+  setField(name: string, fields: RecordFields, i: number): void;
+  /** Field i under its route's name unless that name is taken on this record (then false, nothing set). */
+  setRouted?(r: Route, fields: RecordFields, i: number): boolean;
 }
 
 /** A writer mapDirect() streams one record into (see export/otlp-protobuf-encoder.ts). */
@@ -83,6 +83,14 @@ export interface DirectRecordWriter {
   constAttr(name: string, value: AttrValue): void;
   /** Field i of the record as it is (a scanned line's value is copied from its bytes). */
   field(name: string, fields: RecordFields, i: number): void;
+  /**
+   * A handle on an attribute name, for has/field without a lookup by name; valid while
+   * `slotSpace` is the same object.
+   */
+  slot(name: string): unknown;
+  readonly slotSpace: object;
+  hasSlot(slot: unknown): boolean;
+  fieldAt(slot: unknown, fields: RecordFields, i: number): void;
   end(body: string): void;
 }
 
@@ -203,7 +211,10 @@ interface Route {
   /** Not documented for this event type (counted as schema drift). */
   unknown: boolean;
   /** Whether the body reads `name` (mapDirect keeps its value); known after first use. */
-  wanted?: boolean;
+  wanted: boolean | undefined;
+  /** The direct writer's handle on `name`, and the writer's slot space it belongs to. */
+  slot: unknown;
+  slotSpace: object | undefined;
 }
 
 /** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
@@ -244,13 +255,21 @@ class DirectSink implements AttributeSink {
     if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
   }
 
-  setField(name: string, f: RecordFields, i: number, wanted?: boolean): void {
+  setField(name: string, f: RecordFields, i: number): void {
     this.out.field(name, f, i);
-    if (wanted ?? (this.wanted !== undefined && this.wanted.has(name))) this.capture(name, f.value(i) as AttrValue);
+    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, f.value(i) as AttrValue);
   }
 
-  wants(name: string): boolean {
-    return this.wanted !== undefined && this.wanted.has(name);
+  setRouted(r: Route, f: RecordFields, i: number): boolean {
+    const out = this.out;
+    if (r.slotSpace !== out.slotSpace) {
+      r.slot = out.slot(r.name);
+      r.slotSpace = out.slotSpace;
+    }
+    if (out.hasSlot(r.slot)) return false;
+    out.fieldAt(r.slot, f, i);
+    if ((r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) this.capture(r.name, f.value(i) as AttrValue);
+    return true;
   }
 
   private capture(name: string, v: AttrValue): void {
@@ -380,12 +399,18 @@ export class RecordMapper {
   private route(plan: TypePlan, family: Family, k: string): Route {
     const documented = plan.entry?.allAttributes;
     const unknown = !!documented && !documented.has(k) && k !== 'eventTime';
-    let r: Route;
-    if (k === 'eventTime') r = { kind: ROUTE_SKIP, name: '', unknown };
-    else if (this.semconv[family].has(k)) r = { kind: ROUTE_SEMCONV, name: this.semconv[family].get(k)!, unknown };
-    else if (k === 'requestUri') r = { kind: ROUTE_REQUEST_URI, name: ATTR_URL_PATH, unknown };
-    else if (k === 'initiatingUrl') r = { kind: ROUTE_URL_FULL, name: ATTR_URL_FULL, unknown };
-    else r = { kind: ROUTE_GENERIC, name: plan.renames.get(k) ?? this.prefix + snakeCase(k), unknown };
+    const r: Route = { kind: ROUTE_GENERIC, name: '', unknown, wanted: undefined, slot: undefined, slotSpace: undefined };
+    if (k === 'eventTime') r.kind = ROUTE_SKIP;
+    else if (this.semconv[family].has(k)) {
+      r.kind = ROUTE_SEMCONV;
+      r.name = this.semconv[family].get(k)!;
+    } else if (k === 'requestUri') {
+      r.kind = ROUTE_REQUEST_URI;
+      r.name = ATTR_URL_PATH;
+    } else if (k === 'initiatingUrl') {
+      r.kind = ROUTE_URL_FULL;
+      r.name = ATTR_URL_FULL;
+    } else r.name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
     const routes = plan.routes[family];
     if (routes.size < 2_000) routes.set(k, r);
     return r;
@@ -645,8 +670,9 @@ export class RecordMapper {
         default:
           if (k === 'siteLuid' && rec.value(i) === liftedSite) continue; // lifted to the resource
           if (k === 'eventType' && rec.value(i) === eventType) continue; // same as tableau.event_type
-          if (sink.has(r.name)) sink.setField(RAW_ATTRIBUTE_PREFIX + k, rec, i);
-          else sink.setField(r.name, rec, i, (r.wanted ??= sink.wants?.(r.name)));
+          if (sink.setRouted) {
+            if (!sink.setRouted(r, rec, i)) sink.setField(RAW_ATTRIBUTE_PREFIX + k, rec, i);
+          } else sink.setField(sink.has(r.name) ? RAW_ATTRIBUTE_PREFIX + k : r.name, rec, i);
           continue;
       }
       // the usual name is taken on this record: keep the value under its own generic name
