@@ -434,6 +434,14 @@ export interface NameSlot {
   seen: number;
 }
 
+/** Constant attributes encoded together (DirectLogsRequestWriter.constBlock). */
+export interface ConstBlock {
+  readonly bytes: Uint8Array;
+  readonly slots: readonly NameSlot[];
+  /** The writer's slot space the slots belong to. */
+  readonly space: object;
+}
+
 /** Names the direct writer keeps slots for before it starts afresh (a flood of random names must not grow memory). */
 const MAX_NAME_SLOTS = 20_000;
 
@@ -514,34 +522,36 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
 
   private readonly severityTexts = new Map<string, Uint8Array>();
   private readonly eventNames = new Map<string, Uint8Array>();
-  /** Whole encoded attributes (`LogRecord.attributes` fields) of constant name/value pairs, by name then value. */
-  private readonly constants = new Map<string, Map<AttrValue, Uint8Array>>();
   private readonly scratch = new ProtoWriter(1 << 10);
 
   /**
-   * An attribute whose value is the same on every record of a kind (event type, category,
-   * OCSF class…): its encoded bytes are cached and copied.
+   * Attributes whose values are the same on every record of a kind (event type, category,
+   * OCSF class…), encoded together once: writeConstBlock() copies them in one go. Valid while
+   * `slotSpace` is the same.
    */
-  constAttr(name: string, value: AttrValue): void {
-    if (typeof value !== 'string' && typeof value !== 'number') return this.attr(name, value);
-    let byValue = this.constants.get(name);
-    if (byValue === undefined) {
-      byValue = new Map();
-      if (this.constants.size < 1_000) this.constants.set(name, byValue);
-    }
-    let enc = byValue.get(value);
-    if (enc === undefined) {
-      const w = this.scratch;
-      w.reset();
+  constBlock(pairs: ReadonlyArray<readonly [string, AttrValue]>): ConstBlock {
+    const w = this.scratch;
+    w.reset();
+    const slots: NameSlot[] = [];
+    for (const [name, value] of pairs) {
+      if (value === undefined) continue;
+      const slot = this.slot(name);
+      slots.push(slot);
       w.byte(T_LR_ATTRIBUTES);
       const s = w.begin();
-      keyValueBody(w, name, value, 0);
+      w.bytes(slot.key);
+      w.byte(T_KV_VALUE);
+      const sv = w.begin();
+      anyValue(w, value, 0);
+      w.end(sv);
       w.end(s);
-      enc = Uint8Array.prototype.slice.call(w.buf, 0, w.pos);
-      if (byValue.size < 1_000) byValue.set(value, enc);
     }
-    this.slot(name).seen = this.generation;
-    this.w!.bytes(enc);
+    return { bytes: Uint8Array.prototype.slice.call(w.buf, 0, w.pos), slots, space: this.slotSpace };
+  }
+
+  writeConstBlock(block: ConstBlock): void {
+    for (const slot of block.slots) slot.seen = this.generation;
+    this.w!.bytes(block.bytes);
   }
 
   /** The slot of an attribute name (callers may keep it while `slotSpace` is the same). */

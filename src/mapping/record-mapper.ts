@@ -66,8 +66,8 @@ export interface AttributeSink {
   head?(plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity): void;
   has(name: string): boolean;
   set(name: string, value: AttrValue): void;
-  /** set() for a value that is the same on every record of its event type. */
-  setConst?(name: string, value: AttrValue): void;
+  /** The plan's constant attributes (event type, derived ones) at once; false when the sink cannot (then set() each). */
+  setConstants?(plan: TypePlan): boolean;
   /** Field i of the record, as it is, under `name`. */
   setField(name: string, fields: RecordFields, i: number): void;
   /** Field i under its route's name unless that name is taken on this record (then false, nothing set). */
@@ -79,8 +79,9 @@ export interface DirectRecordWriter {
   begin(resource: ResourceDescriptor, timeUnixNano: bigint, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void;
   has(name: string): boolean;
   attr(name: string, value: AttrValue): void;
-  /** attr() for a value constant per event type (the writer may cache its encoding). */
-  constAttr(name: string, value: AttrValue): void;
+  /** Attributes constant per event type, encoded once (valid while `slotSpace` is the same). */
+  constBlock(pairs: ReadonlyArray<readonly [string, AttrValue]>): { readonly space: object };
+  writeConstBlock(block: { readonly space: object }): void;
   /** Field i of the record as it is (a scanned line's value is copied from its bytes). */
   field(name: string, fields: RecordFields, i: number): void;
   /**
@@ -181,6 +182,10 @@ interface TypePlan {
   renames: ReadonlyMap<string, string>;
   body: ((lookup: ValueLookup) => string) | undefined;
   derived: ReadonlyArray<[string, AttrValue]>;
+  /** The event type and the derived attributes: the same on every record of the type. */
+  constants: ReadonlyArray<readonly [string, AttrValue]>;
+  /** Their encoding by the direct writer (DirectRecordWriter.constBlock). */
+  constBlock: { readonly space: object } | undefined;
   target: EventTypeEntry['target'];
   severity: Severity | undefined;
   keep: boolean;
@@ -250,9 +255,16 @@ class DirectSink implements AttributeSink {
     if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
   }
 
-  setConst(name: string, v: AttrValue): void {
-    this.out.constAttr(name, v);
-    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
+  setConstants(plan: TypePlan): boolean {
+    const out = this.out;
+    let block = plan.constBlock;
+    if (block === undefined || block.space !== out.slotSpace) {
+      // (a body never reads these; if one did, its value must be kept: set them one by one)
+      if (plan.constants.some(([k]) => this.wanted !== undefined && this.wanted.has(k))) return false;
+      block = plan.constBlock = out.constBlock(plan.constants);
+    }
+    out.writeConstBlock(block);
+    return true;
   }
 
   setField(name: string, f: RecordFields, i: number): void {
@@ -383,6 +395,8 @@ export class RecordMapper {
       renames,
       body: entry?.body ? compileTemplate(entry.body) : undefined,
       derived,
+      constants: [[ATTR_EVENT_TYPE, eventType], ...derived],
+      constBlock: undefined,
       target: entry?.target,
       severity: this.overrides.severityFor(eventType),
       keep: this.overrides.keeps(eventType),
@@ -611,13 +625,7 @@ export class RecordMapper {
     const eventId = get(rec, 'eventId');
     const uid = typeof eventId === 'string' && eventId !== '' ? eventId : `${ctx.uidPrefix}:${line}`;
     sink.set(ATTR_LOG_RECORD_UID, uid);
-    if (sink.setConst) {
-      sink.setConst(ATTR_EVENT_TYPE, eventType);
-      for (const [k, v] of plan.derived) sink.setConst(k, v);
-    } else {
-      sink.set(ATTR_EVENT_TYPE, eventType);
-      for (const [k, v] of plan.derived) sink.set(k, v);
-    }
+    if (!sink.setConstants?.(plan)) for (const [k, v] of plan.constants) sink.set(k, v);
     if (plan.target) this.setTarget(sink, plan.target, rec);
     if (failedOutcome) sink.set(ATTR_ERROR_TYPE, outcome as string);
 
