@@ -353,6 +353,9 @@ export class SourceRunner {
     const opened = new Map<number, AsyncIterator<Buffer | Uint8Array>>();
     const openAt = (i: number): void => {
       if (i >= objects.length || opened.has(i)) return;
+      // opened ahead, its first bytes on the way (decompression is not started ahead: a gzip
+      // stream that fails drops what it had decompressed and not yet handed on, and a truncated
+      // object must deliver every complete line before the cut)
       opened.set(i, prefetch(objects[i]!.open(readSignal)));
     };
     try {
@@ -410,9 +413,9 @@ export class SourceRunner {
     let iterator: AsyncIterator<Buffer | Uint8Array> | null = first;
     for (let attempt = 1; ; attempt++) {
       try {
-        const source = iterator ? fromIterator(iterator) : obj.open(signal);
+        const bytes = decompressed(iterator ? fromIterator(iterator) : obj.open(signal));
         iterator = null;
-        const chunks = objectChunks(decompressed(source), { maxLines: settings.batchSize, maxBytes: settings.maxBatchBytes, maxLineBytes: settings.maxLineBytes, skipLines: lastLine });
+        const chunks = objectChunks(bytes, { maxLines: settings.batchSize, maxBytes: settings.maxBatchBytes, maxLineBytes: settings.maxLineBytes, skipLines: lastLine });
         for await (const item of chunks) {
           if (item.kind === 'oversize') {
             const o = item.oversize;
@@ -668,7 +671,7 @@ const DRIFT_OVERFLOW_KEY = '\u0000overflow';
 const DRIFT_OVERFLOW_LABEL = '(other)';
 
 /** Starts reading an object (so its first bytes are on the way) without consuming them. */
-function prefetch(source: AsyncIterable<Buffer | Uint8Array>): AsyncIterator<Buffer | Uint8Array> {
+function prefetch<T>(source: AsyncIterable<T>): AsyncIterator<T> {
   const it = source[Symbol.asyncIterator]();
   const first = it.next();
   first.catch(() => undefined); // surfaced when iterated
