@@ -20,7 +20,7 @@ import { loadSourceTypes } from '../sources/source-registry.js';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { availableParallelism } from 'node:os';
+import { defaultEncodeWorkers } from '../pipeline/encode-worker-prewarm.js';
 import type { LoadedConfig, TenantConfig } from './config.js';
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
 import { TenantRuntime, loadTenantOverrides, overridesPath } from './tenant-runtime.js';
@@ -347,7 +347,7 @@ export class Daemon {
     const stateDir = resolve(baseDir, config.state.dir);
     const settings = pipelineSettings(loaded, this.options.once);
     // the main thread reads, gunzips and sends, so it needs a core too: one worker fewer than cores
-    const workers = config.pipeline.workers ?? Math.max(1, Math.min(4, availableParallelism() - 1));
+    const workers = config.pipeline.workers ?? defaultEncodeWorkers();
     const tenants = new Map<string, TenantPlan>();
     const poolTenants: string[] = [];
     for (const t of config.tenants) {

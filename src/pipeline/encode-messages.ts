@@ -1,6 +1,12 @@
 /** Messages between the encode worker pool (main thread) and its workers. */
-import type { ChunkResult, ChunkTask } from './chunk-processor.js';
+import type { ChunkResult, ChunkTask, ProcessorInit } from './chunk-processor.js';
 import type { SharedRange } from './shared-buffers.js';
+
+/** The setup of a worker started before the configuration was read (it has no workerData). */
+export interface InitMessage {
+  kind: 'init';
+  init: ProcessorInit;
+}
 
 /** Shared buffers a worker has not been handed before: [id, buffer]. */
 export interface BuffersMessage {

@@ -2,14 +2,19 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { ChunkProcessor, type ProcessorInit } from './chunk-processor.js';
 import { coversItsBuffer, payloadOwnsItsBuffer } from './transfer.js';
-import type { BuffersMessage, ResultMessage, TaskMessage, WirePayload } from './encode-messages.js';
+import type { BuffersMessage, InitMessage, ResultMessage, TaskMessage, WirePayload } from './encode-messages.js';
 
-const processor = new ChunkProcessor(workerData as ProcessorInit);
+// set up from workerData, or by the first message when started early (encode-worker-prewarm.ts)
+let processor: ChunkProcessor | null = workerData ? new ChunkProcessor(workerData as ProcessorInit) : null;
 /** The pool's shared buffers, by id (handed over once each). */
 const inputs = new Map<number, Uint8Array>();
 const outputs = new Map<number, Uint8Array>();
 
-parentPort!.on('message', (msg: TaskMessage | BuffersMessage) => {
+parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage) => {
+  if (msg.kind === 'init') {
+    processor = new ChunkProcessor(msg.init);
+    return;
+  }
   if (msg.kind === 'buffers') {
     for (const [id, sab] of msg.inputs) inputs.set(id, new Uint8Array(sab));
     for (const [id, sab] of msg.outputs) outputs.set(id, new Uint8Array(sab));
@@ -25,6 +30,7 @@ parentPort!.on('message', (msg: TaskMessage | BuffersMessage) => {
     }
     const output = msg.output >= 0 ? outputs.get(msg.output) : undefined;
     if (output) task.output = output;
+    if (!processor) throw new Error('encode worker: task before setup');
     const result = processor.process(task);
     const transfer = new Set<ArrayBuffer>();
     const payloads: WirePayload[][] = result.payloads.map((ps) =>

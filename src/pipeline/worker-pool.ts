@@ -4,11 +4,11 @@
  * same ChunkProcessor runs in-process (small deployments, debugging).
  */
 import { Worker } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
+import { ENCODE_WORKER_FILE, WORKER_LIMITS, releasePrewarmedWorkers, takePrewarmedWorker } from './encode-worker-prewarm.js';
 import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit } from './chunk-processor.js';
 import { coversItsBuffer } from './transfer.js';
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
-import type { BuffersMessage, ResultMessage, TaskMessage } from './encode-messages.js';
+import type { BuffersMessage, InitMessage, ResultMessage, TaskMessage } from './encode-messages.js';
 
 interface Pending {
   task: ChunkTask;
@@ -29,11 +29,6 @@ interface Slot {
   knownOutputs: Set<number>;
 }
 
-/**
- * Heap limits of a worker: it holds at most PER_WORKER batches (a few MB each as objects), so
- * these are generous, and they keep each worker's heap from growing lazily to hundreds of MB.
- */
-const WORKER_LIMITS = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 192 };
 
 /** Tasks queued per worker before new ones wait in the pool's own queue. */
 const PER_WORKER = 2;
@@ -64,11 +59,17 @@ export class EncodeWorkerPool {
   ) {
     this.inline = size === 0 ? new ChunkProcessor(init) : null;
     for (let i = 0; i < size; i++) this.slots.push(this.spawn());
+    releasePrewarmedWorkers();
   }
 
   private spawn(): Slot {
-    const file = fileURLToPath(new URL('./encode-worker.js', import.meta.url));
-    const worker = new Worker(file, { workerData: this.init, resourceLimits: WORKER_LIMITS });
+    // a worker started early (encode-worker-prewarm.ts) gets its setup now; else a new one
+    const prewarmed = takePrewarmedWorker();
+    const worker = prewarmed ?? new Worker(ENCODE_WORKER_FILE, { workerData: this.init, resourceLimits: WORKER_LIMITS });
+    if (prewarmed) {
+      const setup: InitMessage = { kind: 'init', init: this.init };
+      prewarmed.postMessage(setup);
+    }
     const slot: Slot = { worker, busy: new Map(), knownInputs: new Set(), knownOutputs: new Set() };
     worker.on('message', (msg: ResultMessage) => {
       const p = slot.busy.get(msg.id);

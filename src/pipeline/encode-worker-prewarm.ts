@@ -1,0 +1,56 @@
+/**
+ * Encode workers started before the configuration is read: a worker loads its modules (a
+ * quarter of a second here) while the main thread loads its own, instead of after. The pool
+ * adopts them (takePrewarmedWorker) and hands each its setup in a message; those not adopted
+ * are stopped when the pool has been created (releasePrewarmedWorkers). Kept free of heavy
+ * imports: it runs before anything else is loaded.
+ */
+import { Worker } from 'node:worker_threads';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Heap limits of a worker: it holds at most a couple of batches (a few MB each as objects), so
+ * these are generous, and they keep each worker's heap from growing lazily to hundreds of MB.
+ */
+export const WORKER_LIMITS = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 192 };
+
+export const ENCODE_WORKER_FILE = fileURLToPath(new URL('./encode-worker.js', import.meta.url));
+
+/** The default number of encode workers: one core is left to the main thread (reading, sending). */
+export function defaultEncodeWorkers(): number {
+  return Math.max(1, Math.min(4, availableParallelism() - 1));
+}
+
+const prewarmed: Worker[] = [];
+
+export function prewarmEncodeWorkers(count: number): void {
+  for (let i = 0; i < count; i++) {
+    const worker = new Worker(ENCODE_WORKER_FILE, { resourceLimits: WORKER_LIMITS });
+    // not adopted yet: it must not keep the process alive, and a failure just drops it
+    worker.unref();
+    worker.on('error', () => drop(worker));
+    worker.on('exit', () => drop(worker));
+    prewarmed.push(worker);
+  }
+}
+
+function drop(worker: Worker): void {
+  const i = prewarmed.indexOf(worker);
+  if (i !== -1) prewarmed.splice(i, 1);
+}
+
+/** A started worker waiting for its setup message, if any is left. */
+export function takePrewarmedWorker(): Worker | undefined {
+  const worker = prewarmed.shift();
+  if (!worker) return undefined;
+  worker.removeAllListeners('error');
+  worker.removeAllListeners('exit');
+  worker.ref();
+  return worker;
+}
+
+/** Stops the started workers nobody adopted. */
+export function releasePrewarmedWorkers(): void {
+  for (const worker of prewarmed.splice(0)) void worker.terminate();
+}
