@@ -500,7 +500,11 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.bytes(this.cachedField(this.severityTexts, T_LR_SEVERITY_TEXT, severityText));
     w.byte(T_LR_OBSERVED_TIME);
     w.fixed64(observedTimeUnixNano);
-    w.bytes(this.cachedField(this.eventNames, T_LR_EVENT_NAME, eventName));
+    if (eventName !== this.lastEventName) {
+      this.lastEventName = eventName;
+      this.lastEventNameField = this.cachedField(this.eventNames, T_LR_EVENT_NAME, eventName);
+    }
+    w.bytes(this.lastEventNameField);
   }
 
   /** `tag, length, UTF-8` of a string field whose values repeat (severity text, event name). */
@@ -519,6 +523,8 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
 
   private readonly severityTexts = new Map<string, Uint8Array>();
   private readonly eventNames = new Map<string, Uint8Array>();
+  private lastEventName = '';
+  private lastEventNameField: Uint8Array = new Uint8Array(0);
   private readonly scratch = new ProtoWriter(1 << 10);
 
   /**

@@ -175,6 +175,7 @@ const MAX_DRIFT_NAMES = 10_000;
 
 /** What the mapper knows about one event type, compiled once. */
 interface TypePlan {
+  eventType: string;
   eventName: string;
   entry: EventTypeEntry | undefined;
   family: Family | undefined;
@@ -375,7 +376,18 @@ export class RecordMapper {
     this.failureFields = d.severity.failureFields.map((r) => ({ ...r, lower: typeof r.equals === 'string' ? r.equals.toLowerCase() : undefined }));
   }
 
+  /** The previous record's plan (records of an object share their event type). */
+  private lastPlan: TypePlan | undefined;
+
   private plan(eventType: string): TypePlan {
+    const last = this.lastPlan;
+    if (last !== undefined && last.eventType === eventType) return last;
+    const plan = this.planOf(eventType);
+    this.lastPlan = plan;
+    return plan;
+  }
+
+  private planOf(eventType: string): TypePlan {
     let plan = this.plans.get(eventType);
     if (plan) return plan;
     const entry = this.catalog.eventTypes.get(eventType);
@@ -389,6 +401,7 @@ export class RecordMapper {
       if (entry.target) derived.push([ATTR_TARGET_TYPE, entry.target.type]);
     }
     plan = {
+      eventType,
       eventName: this.eventNamePrefix + eventType,
       entry,
       family: entry?.family,
