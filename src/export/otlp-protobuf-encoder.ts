@@ -334,6 +334,18 @@ function anyValue(w: ProtoWriter, v: AttrValue, depth: number): void {
   }
 }
 
+/** `LogRecord.attributes` field: KeyValue{key (already encoded, see keyFieldOf), value}. */
+function logRecordAttribute(w: ProtoWriter, key: Uint8Array, value: AttrValue): void {
+  w.byte(T_LR_ATTRIBUTES);
+  const s = w.begin();
+  w.bytes(key);
+  w.byte(T_KV_VALUE);
+  const sv = w.begin();
+  anyValue(w, value, 0);
+  w.end(sv);
+  w.end(s);
+}
+
 function keyValueBody(w: ProtoWriter, key: string, value: AttrValue, depth: number): void {
   w.key(key);
   w.byte(T_KV_VALUE);
@@ -540,14 +552,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       if (value === undefined) continue;
       const slot = this.slot(name);
       slots.push(slot);
-      w.byte(T_LR_ATTRIBUTES);
-      const s = w.begin();
-      w.bytes(slot.key);
-      w.byte(T_KV_VALUE);
-      const sv = w.begin();
-      anyValue(w, value, 0);
-      w.end(sv);
-      w.end(s);
+      logRecordAttribute(w, slot.key, value);
     }
     return { bytes: Uint8Array.prototype.slice.call(w.buf, 0, w.pos), slots, space: this.slotSpace };
   }
@@ -581,16 +586,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
 
   private attrAt(slot: NameSlot, value: AttrValue): void {
     slot.seen = this.generation;
-    if (value === undefined) return;
-    const w = this.w!;
-    w.byte(T_LR_ATTRIBUTES);
-    const s = w.begin();
-    w.bytes(slot.key);
-    w.byte(T_KV_VALUE);
-    const sv = w.begin();
-    anyValue(w, value, 0);
-    w.end(sv);
-    w.end(s);
+    if (value !== undefined) logRecordAttribute(this.w!, slot.key, value);
   }
 
   field(name: string, fields: RecordFields, i: number): void {
