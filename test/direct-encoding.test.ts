@@ -121,13 +121,19 @@ describe('direct OTLP protobuf path = object path', () => {
       { eventTime: '2026-11-29T10:00:00Z', eventOutcome: 'internal_error', isError: true, status: 'failure', actorUserLuid: 'u1' },
       { eventTime: '2026-11-29T10:00:00.000000001Z', s1: 'é'.repeat(42), s2: 'é'.repeat(43), s3: '😀'.repeat(30), s4: 'x'.repeat(5000), requestUri: '/a/b?c=d&e=ü', initiatingUrl: 'https://x/ü', siteLuid: 's', n: -0, big: 12345678901234567890, e: 1e-300, nil: null, eventOutcome: 'unauthorized', isFailure: true },
       { eventTime: '2026-11-29T10:00:00Z', siteLuid: 'other-site', eventType: 'vizql_http_request', ipAddress: '10.0.0.1', clientIp: '10.0.0.3', user: 'Zoë', status: 'FAILURE' },
+      { eventTime: '2026-11-29T10:00:00Z', requestUri: '?only=query' },
+      { eventTime: '2026-11-29T10:00:00Z', requestUri: '/path/only?' },
+      { eventTime: '2026-11-29T10:00:00Z', requestUri: '/a?b?c', 'url.path': 'taken-first' },
     ].map((value, i) => ({ key, value, line: i + 1 }));
     items.push({ key: 'no/layout/file.txt', value: { eventTime: '2026-11-29T10:00:00Z', eventType: 'brand_new_type', x: 1 }, line: 9 });
     items.push({ key, value: { eventTime: 'garbage' } as never, line: 10 });
     items.push({ key, value: [1, 2] as never, line: 11 });
     const { viaObjects, viaDirect, scannedLines } = both(items);
-    expect(scannedLines).toBe(6); // not: nesting, the lone surrogate's escape, the array
-    expect(viaDirect.length).toBe(7);
+    expect(scannedLines).toBe(9); // not: nesting, the lone surrogate's escape, the array
+    expect(viaDirect.length).toBe(10);
+    const queryOnly = viaDirect.find((r) => r.attributes['url.query'] === 'only=query')!;
+    expect(queryOnly.attributes['url.path']).toBe('');
+    expect(viaDirect.find((r) => r.attributes['url.path'] === '/path/only')!.attributes['url.query']).toBe('');
     expect(viaDirect.map(canon).sort()).toEqual(viaObjects.map(canon).sort());
     const raw = viaDirect.find((r) => r.attributes['tableau.raw.workbook_luid'] !== undefined)!;
     expect(raw.attributes['tableau.workbook_luid']).toBe('a');

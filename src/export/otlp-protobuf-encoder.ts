@@ -606,6 +606,13 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     this.attrAt(slot, fields.value(i) as AttrValue);
   }
 
+  /** A string attribute from bytes [start, end) of a scanned line (a part of a field's value). */
+  rangeAttr(name: string, line: FlatJsonLine, start: number, end: number): void {
+    const slot = this.slot(name);
+    slot.seen = this.generation;
+    this.w!.stringAttribute(T_LR_ATTRIBUTES, slot.key, line.buf, start, end);
+  }
+
   end(body: string): void {
     const w = this.w!;
     w.byte(T_LR_BODY);

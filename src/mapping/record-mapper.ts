@@ -70,6 +70,11 @@ export interface AttributeSink {
   setConstants?(plan: TypePlan): boolean;
   /** Field i of the record, as it is, under `name`. */
   setField(name: string, fields: RecordFields, i: number): void;
+  /**
+   * url.path and url.query from field i (a string), without building strings; false when the
+   * sink cannot (then the caller splits the value itself).
+   */
+  setRequestUri?(fields: RecordFields, i: number): boolean;
   /** Field i under its route's name unless that name is taken on this record (then false, nothing set). */
   setRouted?(r: Route, fields: RecordFields, i: number): boolean;
 }
@@ -92,6 +97,8 @@ export interface DirectRecordWriter {
   readonly slotSpace: object;
   hasSlot(slot: unknown): boolean;
   fieldAt(slot: unknown, fields: RecordFields, i: number): void;
+  /** A string attribute from bytes [start, end) of a scanned line. */
+  rangeAttr(name: string, line: FlatJsonLine, start: number, end: number): void;
   end(body: string): void;
 }
 
@@ -271,6 +278,19 @@ class DirectSink implements AttributeSink {
   setField(name: string, f: RecordFields, i: number): void {
     this.out.field(name, f, i);
     if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, f.value(i) as AttrValue);
+  }
+
+  setRequestUri(f: RecordFields, i: number): boolean {
+    // (a body that reads the request's path or query needs them as strings: the caller's way)
+    if (!(f instanceof FlatJsonLine) || (this.wanted !== undefined && (this.wanted.has(ATTR_URL_PATH) || this.wanted.has(ATTR_URL_QUERY)))) return false;
+    const start = f.starts[i]!;
+    const end = f.ends[i]!;
+    // '?' is ASCII: it never occurs inside a multi-byte UTF-8 sequence
+    let q = f.buf.indexOf(0x3f, start);
+    if (q >= end) q = -1;
+    this.out.rangeAttr(ATTR_URL_PATH, f, start, q === -1 ? end : q);
+    if (q !== -1) this.out.rangeAttr(ATTR_URL_QUERY, f, q + 1, end);
+    return true;
   }
 
   setRouted(r: Route, f: RecordFields, i: number): boolean {
@@ -675,6 +695,7 @@ export class RecordMapper {
           break;
         case ROUTE_REQUEST_URI:
           if (rec.isString(i) && !sink.has(ATTR_URL_PATH)) {
+            if (sink.setRequestUri?.(rec, i)) continue;
             const v = rec.value(i) as string;
             const q = v.indexOf('?');
             sink.set(ATTR_URL_PATH, q === -1 ? v : v.slice(0, q));
