@@ -225,6 +225,11 @@ export class EncodeWorkerPool {
     }
   }
 
+  /** Shared buffers lent out now (input, output): back to 0 once every result is released. */
+  get sharedBuffersInUse(): { inputs: number; outputs: number } {
+    return { inputs: this.inputs.inUse, outputs: this.outputs.inUse };
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const p of this.queue.splice(0)) p.reject(new Error('encode worker pool closed'));

@@ -1,0 +1,78 @@
+/**
+ * The encode pool as the daemon uses it (the built worker, dist/): batches and request bodies
+ * travel in a fixed set of shared buffers. A result's bodies must stay intact until it is
+ * released even while other tasks run, tasks beyond the shared buffers or larger than one must
+ * still be processed (with buffers of their own), and every buffer comes back once released.
+ * Bodies are decoded by the test receiver's independent protobuf decoder.
+ */
+import { describe, it, expect } from 'vitest';
+import { loadCatalog } from '../src/mapping/catalog.js';
+import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
+import type { ChunkResult, ChunkTask, ProcessorInit } from '../src/pipeline/chunk-processor.js';
+
+// the built pool (npm test builds first): its workers run dist/pipeline/encode-worker.js
+const { EncodeWorkerPool } = (await import('../dist/pipeline/worker-pool.js')) as typeof import('../src/pipeline/worker-pool.js');
+
+const init: ProcessorInit = { catalog: loadCatalog(), scope: { name: 'pool-test', version: '1' }, tenants: [{ id: 't' }] };
+const KEY = { pod: 'p1', siteLuid: 's1', eventType: 'vizql_http_request' };
+
+/** `lines` vizql records tagged with the task number, `pad` bytes of padding each. */
+function task(n: number, lines: number, pad = 0): ChunkTask {
+  const text = Array.from({ length: lines }, (_, i) =>
+    JSON.stringify({ eventTime: '2026-11-29T10:00:00.123Z', siteLuid: 's1', method: 'GET', requestUri: `/t/${n}/r/${i}?x=1`, user: `u${n}`, pad: 'x'.repeat(pad) }),
+  ).join('\n');
+  return {
+    tenant: 't',
+    segments: [{ keyInfo: KEY, uidPrefix: `task${n}`, firstLine: 1, bytes: new Uint8Array(Buffer.from(text)) }],
+    encodings: [{ kind: 'otlp-protobuf' }],
+    observedTimeUnixNano: '1',
+  };
+}
+
+/** The records a result's bodies hold, checked to be the task's own. */
+function checkResult(r: ChunkResult, n: number, lines: number): void {
+  expect(r.records).toBe(lines);
+  const records = r.payloads[0]!.flatMap((body) => decodeOtlpLogsBody(body, 'protobuf'));
+  expect(records.length).toBe(lines);
+  records.forEach((rec, i) => {
+    expect(rec.attributes['log.record.uid']).toBe(`task${n}:${i + 1}`);
+    expect(rec.attributes['url.path']).toBe(`/t/${n}/r/${i}`);
+  });
+}
+
+describe('encode pool with shared buffers', () => {
+  for (const size of [1, 0]) {
+    it(`${size === 0 ? 'in-process' : 'one worker'}: bodies stay intact until released, more tasks than shared buffers, a task larger than one`, async () => {
+      const pool = new EncodeWorkerPool(size, init);
+      try {
+        // 24 tasks at once (the pool has 16 shared buffers of each kind), held unreleased
+        const many = await Promise.all(Array.from({ length: 24 }, (_, n) => pool.run(task(n, 300))));
+        expect(pool.sharedBuffersInUse.outputs).toBe(16);
+        const shared = many.filter((r) => r.payloads[0]![0]!.buffer instanceof SharedArrayBuffer).length;
+        expect(shared).toBe(16); // the other 8 got buffers of their own
+        // more work while they are held: must not touch their bodies
+        const later = await pool.run(task(100, 300));
+        later.release?.();
+        many.forEach((r, n) => checkResult(r, n, 300));
+        for (const r of many) r.release?.();
+        expect(pool.sharedBuffersInUse).toEqual({ inputs: 0, outputs: 0 });
+
+        // ~9 MB of lines: larger than a shared input buffer (4 MB), and a body larger than 8 MB
+        const big = await pool.run(task(200, 1500, 6000));
+        expect(big.payloads[0]![0]!.length).toBeGreaterThan(8 << 20);
+        expect(big.payloads[0]![0]!.buffer).not.toBeInstanceOf(SharedArrayBuffer);
+        checkResult(big, 200, 1500);
+        big.release?.();
+        expect(pool.sharedBuffersInUse).toEqual({ inputs: 0, outputs: 0 });
+
+        // buffers given back are used again
+        const again = await Promise.all([0, 1, 2].map((n) => pool.run(task(300 + n, 50))));
+        again.forEach((r, n) => checkResult(r, 300 + n, 50));
+        for (const r of again) r.release?.();
+        expect(pool.sharedBuffersInUse).toEqual({ inputs: 0, outputs: 0 });
+      } finally {
+        await pool.close();
+      }
+    }, 60_000);
+  }
+});
