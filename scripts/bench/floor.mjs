@@ -7,20 +7,9 @@
  *   node scripts/bench/floor.mjs CORPUS_DIR      → one JSON line on stdout
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import zlib from 'node:zlib';
+import { corpusFiles } from './corpus-files.mjs';
 
-/** @param {string} dir @returns {string[]} */
-function walk(dir) {
-  /** @type {string[]} */
-  const out = [];
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) out.push(...walk(p));
-    else if (e.isFile()) out.push(p);
-  }
-  return out.sort();
-}
 
 const root = process.argv[2];
 if (!root) {
@@ -32,7 +21,7 @@ let events = 0;
 let bytes = 0;
 let objects = 0;
 let sink = 0;
-for (const file of walk(root)) {
+for (const file of corpusFiles(root)) {
   const raw = fs.readFileSync(file);
   const buf = raw.length >= 2 && raw[0] === 0x1f && raw[1] === 0x8b ? zlib.gunzipSync(raw) : raw;
   bytes += buf.length;

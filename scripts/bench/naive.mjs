@@ -10,10 +10,9 @@
  * The exporter is wrapped to count the records handed to it, so records the processor dropped
  * (queue full) are `emitted - exported`. Prints one JSON line on stdout.
  */
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import path from 'node:path';
 import zlib from 'node:zlib';
+import { corpusFiles } from './corpus-files.mjs';
 import { promisify } from 'node:util';
 import { SeverityNumber } from '@opentelemetry/api-logs';
 import { LoggerProvider, BatchLogRecordProcessor } from '@opentelemetry/sdk-logs';
@@ -22,17 +21,6 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 
 const gunzip = promisify(zlib.gunzip);
 
-/** @param {string} dir @returns {string[]} */
-function walk(dir) {
-  /** @type {string[]} */
-  const out = [];
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) out.push(...walk(p));
-    else if (e.isFile()) out.push(p);
-  }
-  return out.sort();
-}
 
 const [root, url, queueArg] = process.argv.slice(2);
 if (!root || !url) {
@@ -77,7 +65,7 @@ function severityOf(outcome) {
 const started = process.hrtime.bigint();
 let emitted = 0;
 let bytes = 0;
-for (const file of walk(root)) {
+for (const file of corpusFiles(root)) {
   const eventType = /\/eventType=([^/]+)\//.exec(file)?.[1];
   const raw = await fsp.readFile(file);
   const buf = raw.length >= 2 && raw[0] === 0x1f && raw[1] === 0x8b ? await gunzip(raw) : raw;
