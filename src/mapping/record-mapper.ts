@@ -320,15 +320,10 @@ class DirectSink implements AttributeSink {
 /** `a|b` → the first present value of the record. */
 function firstOf(rec: RecordFields, names: readonly string[]): unknown {
   for (const n of names) {
-    const v = get(rec, n);
+    const v = rec.get(n);
     if (v !== null && v !== undefined && v !== '') return v;
   }
   return undefined;
-}
-
-/** The value of the field called `name`, or undefined. */
-function get(rec: RecordFields, name: string): unknown {
-  return rec.get(name);
 }
 
 /** A parsed JSON object's own fields, in its order (the same order as `for…in`). */
@@ -575,7 +570,7 @@ export class RecordMapper {
         case 'eventType':
           return eventType;
         case 'eventTime':
-          return get(rec, 'eventTime');
+          return rec.get('eventTime');
         case 'siteLuid':
           return read(this.bodyField(plan, family, n)) ?? resource.attributes[this.prefix + 'site_luid'];
         case 'requestUri': {
@@ -616,7 +611,7 @@ export class RecordMapper {
     ctx: ObjectMappingContext,
     sink: AttributeSink,
   ): { ok: false; reason: string; dropped?: true } | { ok: true; time: bigint; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields } {
-    const eventTime = get(rec, 'eventTime');
+    const eventTime = rec.get('eventTime');
     const time = parseEventTime(eventTime);
     if (time === undefined) {
       return { ok: false, reason: eventTime == null ? 'missing eventTime' : `unparseable eventTime ${JSON.stringify(String(eventTime)).slice(0, 80)}` };
@@ -630,7 +625,7 @@ export class RecordMapper {
         }
       }
     }
-    const typeField = get(rec, 'eventType');
+    const typeField = rec.get('eventType');
     const recordType = typeof typeField === 'string' && typeField !== '' ? typeField : undefined;
     const eventType = ctx.keyInfo.eventType ?? recordType ?? UNKNOWN_EVENT_TYPE;
     const plan = this.plan(eventType);
@@ -638,16 +633,16 @@ export class RecordMapper {
     if (!plan.entry) this.drifted(this.drift.unknownEventTypes, 'eventType', eventType);
     const family: Family = plan.family ?? guessFamily(rec);
 
-    const siteField = get(rec, 'siteLuid');
+    const siteField = rec.get('siteLuid');
     const siteLuid = typeof siteField === 'string' ? siteField : ctx.keyInfo.siteLuid;
     const resource = this.resourceFor(family, siteLuid, ctx.keyInfo);
 
     let severity: Severity = 'INFO';
-    const outcome = get(rec, 'eventOutcome');
+    const outcome = rec.get('eventOutcome');
     const failedOutcome = typeof outcome === 'string' ? this.outcomeSeverity.get(outcome) : undefined;
     if (failedOutcome) severity = failedOutcome;
     for (const rule of this.failureFields) {
-      const v = get(rec, rule.field);
+      const v = rec.get(rule.field);
       if (v === undefined || v === null) continue;
       const hit = rule.lower !== undefined ? typeof v === 'string' && v.toLowerCase() === rule.lower : v === rule.equals;
       if (hit && SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
@@ -655,7 +650,7 @@ export class RecordMapper {
     if (plan.severity) severity = plan.severity;
     sink.head?.(plan, family, resource, time, severity);
 
-    const eventId = get(rec, 'eventId');
+    const eventId = rec.get('eventId');
     const uid = typeof eventId === 'string' && eventId !== '' ? eventId : `${ctx.uidPrefix}:${line}`;
     sink.set(ATTR_LOG_RECORD_UID, uid);
     if (!sink.setConstants?.(plan)) for (const [k, v] of plan.constants) sink.set(k, v);
@@ -773,8 +768,8 @@ export class RecordMapper {
 
 /** Tenant records carry eventId/eventVersion and string user ids; site records carry siteLuid. */
 function guessFamily(rec: RecordFields): Family {
-  if (typeof get(rec, 'siteLuid') === 'string' || typeof get(rec, 'actorUserLuid') === 'string') return 'site';
-  if (typeof get(rec, 'eventId') === 'string' && rec.indexOf('eventVersion') >= 0) return 'tenant';
+  if (typeof rec.get('siteLuid') === 'string' || typeof rec.get('actorUserLuid') === 'string') return 'site';
+  if (typeof rec.get('eventId') === 'string' && rec.indexOf('eventVersion') >= 0) return 'tenant';
   return 'site';
 }
 
