@@ -5,7 +5,7 @@
  * what happened (records, dead letters, drops, drift) and the main thread records it.
  */
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
-import { RecordMapper, type SchemaDriftCounters } from '../mapping/record-mapper.js';
+import { RecordMapper, type DirectMapped, type MapResult, type SchemaDriftCounters } from '../mapping/record-mapper.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
 import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
@@ -85,6 +85,9 @@ export interface ChunkResult {
 }
 
 const MAX_RAW_IN_DEAD_LETTER = 1 << 20;
+
+type MappedOk = Extract<MapResult, { ok: true }> | DirectMapped;
+type MapFailure = Extract<MapResult, { ok: false }>;
 const INVALID_UTF8 = 'invalid UTF-8 (not text, or a damaged encoding; raw shows U+FFFD for the bad bytes)';
 
 export class ChunkProcessor {
@@ -150,18 +153,21 @@ export class ChunkProcessor {
     const direct = task.encodings.length === 1 && task.encodings[0]!.kind === 'otlp-protobuf' && mapper.supportsDirect ? this.directWriter : null;
     direct?.reset();
 
-    const handle = (result: ReturnType<RecordMapper['map']> | ReturnType<RecordMapper['mapDirect']>, typeField: unknown, seg: ChunkSegment, segIndex: number, line: number, rawText: () => string): void => {
-      if (result.ok) {
-        const mapped = 'direct' in result ? result : result.record;
-        if (!('direct' in result)) records.push(result.record);
-        const t = mapped.eventType;
-        byType[t] = (byType[t] ?? 0) + 1;
-        if (mapped.timeUnixNano > newest) newest = mapped.timeUnixNano;
-      } else if (result.dropped) {
+    /** A record mapped: counted (and kept, on the object path). */
+    const mapped = (result: MappedOk): void => {
+      const m = 'direct' in result ? result : result.record;
+      if (!('direct' in result)) records.push(result.record);
+      const t = m.eventType;
+      byType[t] = (byType[t] ?? 0) + 1;
+      if (m.timeUnixNano > newest) newest = m.timeUnixNano;
+    };
+    /** A line not mapped: dropped by the tenant's overrides, or dead-lettered with its text. */
+    const notMapped = (result: MapFailure, typeField: unknown, seg: ChunkSegment, segIndex: number, line: number, raw: string): void => {
+      if (result.dropped) {
         const t = typeof typeField === 'string' && !seg.keyInfo.eventType ? typeField : seg.keyInfo.eventType ?? 'unknown';
         droppedByType[t] = (droppedByType[t] ?? 0) + 1;
       } else {
-        deadLetters.push({ segment: segIndex, line, reason: result.reason, raw: rawText().slice(0, MAX_RAW_IN_DEAD_LETTER) });
+        deadLetters.push({ segment: segIndex, line, reason: result.reason, raw: raw.slice(0, MAX_RAW_IN_DEAD_LETTER) });
       }
     };
     /** One line's text → JSON.parse → mapping (or a dead letter). */
@@ -175,7 +181,8 @@ export class ChunkProcessor {
       }
       const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
       const result = direct ? mapper.mapDirect(value, line, ctx, observed, direct) : mapper.map(value, line, ctx, observed);
-      handle(result, (value as { eventType?: unknown } | null)?.eventType, seg, segIndex, line, () => lineText);
+      if (result.ok) mapped(result);
+      else notMapped(result, (value as { eventType?: unknown } | null)?.eventType, seg, segIndex, line, lineText);
     };
 
     task.segments.forEach((seg, segIndex) => {
@@ -199,7 +206,8 @@ export class ChunkProcessor {
           linesRead++;
           if (scanned.scan(bytes, from, end)) {
             const result = mapper.mapLineDirect(scanned, thisLine, ctx, observed, direct);
-            handle(result, result.ok ? undefined : scanned.get('eventType'), seg, segIndex, thisLine, () => bytes.toString('utf8', from, end));
+            if (result.ok) mapped(result);
+            else notMapped(result, scanned.get('eventType'), seg, segIndex, thisLine, bytes.toString('utf8', from, end));
             continue;
           }
           let lineText: string;
