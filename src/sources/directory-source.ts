@@ -10,12 +10,12 @@
  */
 import { z } from 'zod';
 import { readdir, stat } from 'node:fs/promises';
-import { createReadStream } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import type { Source, SourceObject } from './source.js';
 import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
 import { parseObjectKey } from '../decoding/object-key.js';
 import { durationSchema } from '../util/duration.js';
+import { fileChunks } from './file-chunks.js';
 
 export const directorySourceConfigSchema = z
   .object({
@@ -108,9 +108,9 @@ export class DirectorySource implements Source {
         identity: `directory\n${f.key}`,
         size: f.size,
         resumeAfterLine: progress?.line ?? 0,
-        // 256 KiB reads: the next object's first read waits (prefetched) while this one is
-        // processed, and long-lived large buffers made the garbage collector run full collections
-        open: (signal) => createReadStream(full, { highWaterMark: 256 * 1024, signal }),
+        // reads sized to the file (see file-chunks.ts); at most 1 MiB each, so a prefetched
+        // object holds little memory while the one before it is processed
+        open: (signal) => fileChunks(full, { expectedSize: f.size, signal }),
       });
     }
     return out;

@@ -1,0 +1,47 @@
+/**
+ * A local file's bytes as a stream of buffers sized to what is read: the directory source's
+ * reader.
+ *
+ * fs.createReadStream allocates a `highWaterMark`-sized buffer for every read, copies a short
+ * read into a second buffer, and allocates once more for the read that finds the end. For the
+ * many small objects of an Activity Log that was about four times each file's size in fresh
+ * buffers; each one counts towards V8's external memory, and on the main thread that memory
+ * is what started most garbage collections. Here the reads up to the size seen at listing
+ * are exact (one buffer per read, kept whole); past it, a file that is still being written is
+ * read on in `probeBytes` buffers until a read finds nothing.
+ */
+import { open } from 'node:fs/promises';
+
+export interface FileChunksOptions {
+  /** The file's size when it was listed: read in exact buffers up to here. */
+  expectedSize: number;
+  /** Largest single read (default 1 MiB). */
+  maxReadBytes?: number;
+  /** Buffer size for reads past `expectedSize` (default 64 KiB). */
+  probeBytes?: number;
+  signal?: AbortSignal | undefined;
+}
+
+export async function* fileChunks(path: string, options: FileChunksOptions): AsyncGenerator<Buffer> {
+  const maxRead = options.maxReadBytes ?? 1024 * 1024;
+  const probe = options.probeBytes ?? 64 * 1024;
+  const signal = options.signal;
+  signal?.throwIfAborted();
+  const handle = await open(path, 'r');
+  try {
+    let pos = 0;
+    for (;;) {
+      const remaining = options.expectedSize - pos;
+      const want = remaining > 0 ? Math.min(remaining, maxRead) : probe;
+      const buf = Buffer.allocUnsafeSlow(want);
+      const { bytesRead } = await handle.read(buf, 0, want, pos);
+      signal?.throwIfAborted();
+      if (bytesRead === 0) return;
+      pos += bytesRead;
+      // a short read (the file shrank, or is at its end past the listing) keeps only what was read
+      yield bytesRead === want ? buf : buf.subarray(0, bytesRead);
+    }
+  } finally {
+    await handle.close();
+  }
+}

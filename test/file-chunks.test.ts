@@ -1,0 +1,97 @@
+/**
+ * The directory source's file reader (src/sources/file-chunks.ts): every byte once and in order,
+ * reads sized to the file, a file that grew or shrank since it was listed, abort, a missing file.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync, appendFileSync, truncateSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fileChunks } from '../dist/sources/file-chunks.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tao-file-chunks-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function collect(it: AsyncIterable<Buffer>): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  for await (const b of it) out.push(b);
+  return out;
+}
+
+describe('fileChunks', () => {
+  it('reads a small file in one buffer of exactly its size', async () => {
+    const file = join(dir, 'small.txt');
+    const data = randomBytes(150_000);
+    writeFileSync(file, data);
+    const chunks = await collect(fileChunks(file, { expectedSize: data.length }));
+    expect(chunks).toHaveLength(1);
+    expect(chunks[0]!.length).toBe(data.length);
+    // its own memory, not a slice of a larger buffer
+    expect(chunks[0]!.buffer.byteLength).toBe(data.length);
+    expect(chunks[0]!.equals(data)).toBe(true);
+  });
+
+  it('splits a file larger than maxReadBytes into reads of at most that size', async () => {
+    const file = join(dir, 'large.txt');
+    const data = randomBytes(2_500_000);
+    writeFileSync(file, data);
+    const chunks = await collect(fileChunks(file, { expectedSize: data.length, maxReadBytes: 1_000_000 }));
+    expect(chunks.map((c) => c.length)).toEqual([1_000_000, 1_000_000, 500_000]);
+    expect(Buffer.concat(chunks).equals(data)).toBe(true);
+  });
+
+  it('reads on past the listed size when the file grew (a file still being written)', async () => {
+    const file = join(dir, 'grew.txt');
+    const first = Buffer.from('{"a":1}\n'.repeat(1000));
+    writeFileSync(file, first);
+    const more = randomBytes(200_000);
+    appendFileSync(file, more);
+    const chunks = await collect(fileChunks(file, { expectedSize: first.length, probeBytes: 64 * 1024 }));
+    expect(Buffer.concat(chunks).equals(Buffer.concat([first, more]))).toBe(true);
+    expect(chunks[0]!.length).toBe(first.length);
+    // past the listing: probe-sized reads, the last one short
+    expect(chunks.slice(1).every((c) => c.length <= 64 * 1024)).toBe(true);
+  });
+
+  it('returns what is there when the file shrank since it was listed', async () => {
+    const file = join(dir, 'shrank.txt');
+    const data = randomBytes(100_000);
+    writeFileSync(file, data);
+    truncateSync(file, 40_000);
+    const chunks = await collect(fileChunks(file, { expectedSize: data.length }));
+    expect(Buffer.concat(chunks).equals(data.subarray(0, 40_000))).toBe(true);
+  });
+
+  it('an empty file yields nothing', async () => {
+    const file = join(dir, 'empty.txt');
+    writeFileSync(file, '');
+    expect(await collect(fileChunks(file, { expectedSize: 0 }))).toEqual([]);
+  });
+
+  it('stops with the abort reason once the signal is aborted', async () => {
+    const file = join(dir, 'abort.txt');
+    writeFileSync(file, randomBytes(3_000_000));
+    const ac = new AbortController();
+    const got: Buffer[] = [];
+    const reason = new Error('stopping');
+    await expect(
+      (async () => {
+        for await (const b of fileChunks(file, { expectedSize: 3_000_000, maxReadBytes: 1_000_000, signal: ac.signal })) {
+          got.push(b);
+          ac.abort(reason);
+        }
+      })(),
+    ).rejects.toBe(reason);
+    expect(got).toHaveLength(1);
+    // already aborted: not even opened
+    await expect(collect(fileChunks(join(dir, 'missing.txt'), { expectedSize: 1, signal: ac.signal }))).rejects.toBe(reason);
+  });
+
+  it('a missing file fails with ENOENT and the path', async () => {
+    const file = join(dir, 'gone.txt');
+    await expect(collect(fileChunks(file, { expectedSize: 10 }))).rejects.toMatchObject({ code: 'ENOENT', path: file });
+  });
+});
