@@ -21,6 +21,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
+# the build checks the mapping files and writes their prebuilt catalog, then bundles the CLI
+COPY mappings ./mappings
+COPY scripts/bundle.mjs ./scripts/bundle.mjs
 RUN npm run build
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime-deps

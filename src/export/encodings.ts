@@ -4,14 +4,11 @@
  * plain, serialisable spec, and destinations that share a spec share the encoded bytes.
  * An encoder may split one batch into several request bodies (size limits of the destination).
  */
-import { createRequire } from 'node:module';
 import type { InstrumentationScopeInfo, MappedLogRecord } from '../mapping/log-record.js';
 import { encodeLogsRequest, ProtoWriter } from './otlp-protobuf-encoder.js';
-import { OtelLogRecordBuilder } from './otel-log-records.js';
+import { OtelLogRecordBuilder, otlpJsonRequest } from './otel-log-records.js';
 import { createSplunkHecEncoder, type SplunkHecEncoding } from './splunk-hec/encoder.js';
 import { createDatadogEncoder, type DatadogEncoding } from './datadog/encoder.js';
-
-const requireCjs = createRequire(import.meta.url);
 
 export type EncodingSpec = { kind: 'otlp-protobuf' } | { kind: 'otlp-json' } | SplunkHecEncoding | DatadogEncoding;
 
@@ -36,17 +33,8 @@ export function createEncoder(spec: EncodingSpec, scope: InstrumentationScopeInf
       return { encode: (records) => ({ bodies: [encodeLogsRequest(records, scope, writer)] }) };
     }
     case 'otlp-json': {
-      // OpenTelemetry JS's serializer and resources load only for this encoding (they took a
-      // noticeable part of every encode worker's start): synchronous, the CommonJS builds
-      const { JsonLogsSerializer } = requireCjs('@opentelemetry/otlp-transformer') as typeof import('@opentelemetry/otlp-transformer');
       const builder = new OtelLogRecordBuilder(scope);
-      return {
-        encode: (records) => {
-          const bytes = JsonLogsSerializer.serializeRequest(builder.build(records));
-          if (!bytes) throw new Error('OTLP JSON serialization failed');
-          return { bodies: [bytes] };
-        },
-      };
+      return { encode: (records) => ({ bodies: [otlpJsonRequest(builder, records)] }) };
     }
     case 'splunk-hec':
       return createSplunkHecEncoder(spec);

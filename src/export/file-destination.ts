@@ -7,10 +7,9 @@ import { z } from 'zod';
 import { open, type FileHandle } from 'node:fs/promises';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { JsonLogsSerializer } from '@opentelemetry/otlp-transformer';
 import type { Destination, SendOutcome } from './destination.js';
 import type { MappedLogRecord } from '../mapping/log-record.js';
-import type { OtelLogRecordBuilder } from './otel-log-records.js';
+import { otlpJsonRequest, type OtelLogRecordBuilder } from './otel-log-records.js';
 import type { EncodingSpec } from './encodings.js';
 
 export const fileDestinationConfigSchema = z
@@ -27,9 +26,7 @@ const decoder = new TextDecoder();
 
 /** Records → one OTLP JSON ExportLogsServiceRequest, as text. */
 export function toOtlpJson(builder: OtelLogRecordBuilder, records: readonly MappedLogRecord[]): string {
-  const bytes = JsonLogsSerializer.serializeRequest(builder.build(records));
-  if (!bytes) throw new Error('OTLP JSON serialization failed');
-  return decoder.decode(bytes);
+  return decoder.decode(otlpJsonRequest(builder, records));
 }
 
 const NEWLINE = Buffer.from('\n');

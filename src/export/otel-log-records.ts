@@ -50,9 +50,26 @@ export class OtelLogRecordBuilder {
   }
 }
 
-/** @opentelemetry/resources, loaded on first use (only the otlp-json encoding needs it; see encodings.ts). */
+/**
+ * Records → one OTLP JSON ExportLogsServiceRequest (UTF-8), by OpenTelemetry JS's serializer.
+ * Used by the otlp-json encoding, the file destination and `map`.
+ */
+export function otlpJsonRequest(builder: OtelLogRecordBuilder, records: readonly MappedLogRecord[]): Uint8Array {
+  const bytes = transformer().JsonLogsSerializer.serializeRequest(builder.build(records));
+  if (!bytes) throw new Error('OTLP JSON serialization failed');
+  return bytes;
+}
+
+// OpenTelemetry JS's serializer and resources load on first use, synchronously (their CommonJS
+// builds): only OTLP JSON needs them, and loading them took a noticeable part of every start.
+const requireCjs = createRequire(import.meta.url);
 let resourcesModule: typeof import('@opentelemetry/resources') | undefined;
 function resources(): typeof import('@opentelemetry/resources') {
-  resourcesModule ??= createRequire(import.meta.url)('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
+  resourcesModule ??= requireCjs('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   return resourcesModule;
+}
+let transformerModule: typeof import('@opentelemetry/otlp-transformer') | undefined;
+function transformer(): typeof import('@opentelemetry/otlp-transformer') {
+  transformerModule ??= requireCjs('@opentelemetry/otlp-transformer') as typeof import('@opentelemetry/otlp-transformer');
+  return transformerModule;
 }

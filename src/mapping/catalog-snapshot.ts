@@ -17,7 +17,8 @@ import type { CatalogAttribute, DefaultsFile } from './mapping-file-schema.js';
 /** Bump when the shape of a loaded catalog changes (a snapshot of another version is ignored). */
 const SNAPSHOT_VERSION = 1;
 
-const SNAPSHOT_FILE = join(dirname(fileURLToPath(import.meta.url)), 'catalog-snapshot.json');
+// (dist/mapping/ beside this module; the same file when this code runs from the bundle in dist/bundle/)
+const SNAPSHOT_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'mapping', 'catalog-snapshot.json');
 
 interface SnapshotEntry extends Omit<EventTypeEntry, 'file' | 'allAttributes'> {
   /** Relative to the mappings directory. */
