@@ -12,7 +12,7 @@ import { loadCatalog } from '../src/mapping/catalog.js';
 import { RecordMapper } from '../src/mapping/record-mapper.js';
 import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
-import { encodeLogsRequest, DirectLogsRequestWriter } from '../src/export/otlp-protobuf-encoder.js';
+import { encodeLogsRequest, DirectLogsRequestWriter, ProtoWriter } from '../src/export/otlp-protobuf-encoder.js';
 import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
 import { REPO_ROOT } from './support/cli-process.js';
@@ -128,8 +128,11 @@ describe('direct OTLP protobuf path = object path', () => {
     items.push({ key: 'no/layout/file.txt', value: { eventTime: '2026-11-29T10:00:00Z', eventType: 'brand_new_type', x: 1 }, line: 9 });
     items.push({ key, value: { eventTime: 'garbage' } as never, line: 10 });
     items.push({ key, value: [1, 2] as never, line: 11 });
+    // outside OTLP's unsigned nanoseconds: refused (dead-lettered) the same way by every path
+    items.push({ key, value: { eventTime: '1969-12-31T23:59:59.999Z', actorUserLuid: 'u' }, line: 12 });
+    items.push({ key, value: { eventTime: '2600-01-01T00:00:00Z', actorUserLuid: 'u' }, line: 13 });
     const { viaObjects, viaDirect, scannedLines } = both(items);
-    expect(scannedLines).toBe(9); // not: nesting, the lone surrogate's escape, the array
+    expect(scannedLines).toBe(11); // not: nesting, the lone surrogate's escape, the array
     expect(viaDirect.length).toBe(10);
     const queryOnly = viaDirect.find((r) => r.attributes['url.query'] === 'only=query')!;
     expect(queryOnly.attributes['url.path']).toBe('');
@@ -138,5 +141,34 @@ describe('direct OTLP protobuf path = object path', () => {
     const raw = viaDirect.find((r) => r.attributes['tableau.raw.workbook_luid'] !== undefined)!;
     expect(raw.attributes['tableau.workbook_luid']).toBe('a');
     expect(raw.attributes['tableau.raw.eventType']).toBe('other');
+  });
+});
+
+describe('ProtoWriter.fixed64Time (a record time without a BigInt)', () => {
+  it('writes the same 8 bytes as fixed64 of seconds * 1e9 + nanos, across the range', () => {
+    const cases: Array<[number, number]> = [
+      [0, 0],
+      [0, 1],
+      [1, 0],
+      [1_795_917_600, 541_367_000],
+      [2 ** 31, 500_000_000],
+      [4_294_967_295, 999_999_999], // the last second of the exact path
+      [4_294_967_296, 0], // the first through BigInt
+      [18_446_744_073, 709_551_615], // 2^64 - 1
+    ];
+    let seed = 12345;
+    const rnd = (): number => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+    for (let i = 0; i < 20_000; i++) cases.push([Math.floor(rnd() * 4_294_967_296), Math.floor(rnd() * 1e9)]);
+    const viaNumbers = new ProtoWriter(16);
+    const viaBigInt = new ProtoWriter(16);
+    for (const [seconds, nanos] of cases) {
+      viaNumbers.fixed64Time(seconds, nanos);
+      viaBigInt.fixed64(BigInt(seconds) * 1_000_000_000n + BigInt(nanos));
+    }
+    expect(viaNumbers.pos).toBe(cases.length * 8);
+    expect(Buffer.compare(viaNumbers.buf.subarray(0, viaNumbers.pos), viaBigInt.buf.subarray(0, viaBigInt.pos))).toBe(0);
+    // and it reads back as the time
+    const view = Buffer.from(viaNumbers.buf.subarray(0, viaNumbers.pos));
+    expect(view.readBigUInt64LE(3 * 8)).toBe(1_795_917_600_541_367_000n);
   });
 });

@@ -751,6 +751,28 @@ describe('parseEventTime', () => {
   );
 });
 
+describe('event times outside OTLP\'s range', () => {
+  it.each(['1969-12-31T23:59:59.999999999Z', '1900-01-01T00:00:00Z', '2554-07-21T23:34:34Z', '9999-12-31T23:59:59Z'])(
+    '%s is refused with a reason (time_unix_nano is an unsigned count of nanoseconds since 1970)',
+    (eventTime) => {
+      const m = new RecordMapper(catalog, { tenantId: TENANT_ID });
+      const r = m.map({ eventTime, actorUserLuid: 'u' }, 7, ctxFor(SITE_KEY), OBSERVED);
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.reason).toBe(`eventTime ${JSON.stringify(eventTime)} is outside what OTLP can carry (1970 to 2554)`);
+    },
+  );
+
+  it.each([
+    ['1970-01-01T00:00:00Z', 0n],
+    ['2554-07-21T23:34:33.709551615Z', 18_446_744_073_709_551_615n],
+  ])('%s, at an end of the range, is mapped', (eventTime, ns) => {
+    const m = new RecordMapper(catalog, { tenantId: TENANT_ID });
+    const r = m.map({ eventTime, actorUserLuid: 'u' }, 7, ctxFor(SITE_KEY), OBSERVED);
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(r.record.timeUnixNano).toBe(ns);
+  });
+});
+
 describe('snakeCase', () => {
   it.each([
     ['workbookLuid', 'workbook_luid'],

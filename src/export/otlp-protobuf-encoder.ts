@@ -118,6 +118,38 @@ export class ProtoWriter {
     this.pos += 8;
   }
 
+  /**
+   * A fixed64 of `seconds * 1e9 + nanos` (a time in nanoseconds since the epoch) without a BigInt:
+   * exact for seconds in [0, 2^32) (until 2106), through fixed64() beyond.
+   */
+  fixed64Time(seconds: number, nanos: number): void {
+    if (!(seconds >= 0 && seconds < 4_294_967_296)) {
+      this.fixed64(BigInt(seconds) * 1_000_000_000n + BigInt(nanos));
+      return;
+    }
+    // seconds * 1e9 = seconds * 1953125 * 2^9; seconds * 1953125 < 2^53 is exact
+    const m = seconds * 1_953_125;
+    const mHi = Math.floor(m / 8_388_608); // 2^23
+    let lo = (m - mHi * 8_388_608) * 512 + nanos;
+    let hi = mHi;
+    if (lo >= 4_294_967_296) {
+      lo -= 4_294_967_296;
+      hi++;
+    }
+    if (this.pos + 8 > this.buf.length) this.grow(8);
+    const buf = this.buf;
+    let p = this.pos;
+    buf[p++] = lo & 255;
+    buf[p++] = (lo >>> 8) & 255;
+    buf[p++] = (lo >>> 16) & 255;
+    buf[p++] = lo >>> 24;
+    buf[p++] = hi & 255;
+    buf[p++] = (hi >>> 8) & 255;
+    buf[p++] = (hi >>> 16) & 255;
+    buf[p++] = hi >>> 24;
+    this.pos = p;
+  }
+
   double(v: number): void {
     if (this.pos + 8 > this.buf.length) this.grow(8);
     this.buf.writeDoubleLE(v, this.pos);
@@ -489,7 +521,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     this.count = 0;
   }
 
-  begin(resource: ResourceDescriptor, timeUnixNano: bigint, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void {
+  begin(resource: ResourceDescriptor, seconds: number, nanos: number, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void {
     let g = this.groups.get(resource.key);
     if (!g) {
       const w = this.spare.pop() ?? new ProtoWriter(4 << 20);
@@ -506,12 +538,19 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.byte(T_SL_LOG_RECORDS);
     this.recordStart = w.begin();
     w.byte(T_LR_TIME);
-    w.fixed64(timeUnixNano);
+    w.fixed64Time(seconds, nanos);
     w.byte(T_LR_SEVERITY_NUMBER);
     w.varint(severityNumber);
     w.bytes(this.cachedField(this.severityTexts, T_LR_SEVERITY_TEXT, severityText));
-    w.byte(T_LR_OBSERVED_TIME);
-    w.fixed64(observedTimeUnixNano);
+    if (observedTimeUnixNano !== this.lastObserved) {
+      // (the same for every record of a task: encoded once)
+      const f = new ProtoWriter(16);
+      f.byte(T_LR_OBSERVED_TIME);
+      f.fixed64(observedTimeUnixNano);
+      this.lastObserved = observedTimeUnixNano;
+      this.lastObservedField = f.buf.subarray(0, f.pos);
+    }
+    w.bytes(this.lastObservedField);
     if (eventName !== this.lastEventName) {
       this.lastEventName = eventName;
       this.lastEventNameField = this.cachedField(this.eventNames, T_LR_EVENT_NAME, eventName);
@@ -537,6 +576,8 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   private readonly eventNames = new Map<string, Uint8Array>();
   private lastEventName = '';
   private lastEventNameField: Uint8Array = new Uint8Array(0);
+  private lastObserved = -1n;
+  private lastObservedField: Uint8Array = new Uint8Array(0);
   private readonly scratch = new ProtoWriter(1 << 10);
 
   /**

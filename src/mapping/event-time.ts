@@ -1,11 +1,15 @@
 /**
  * `eventTime` (ISO 8601, 0 to 9 fractional digits) → nanoseconds since the epoch, keeping the
- * full precision a JS Date would lose.
+ * full precision a JS Date would lose. The hot path (parseEventTimeParts) gives whole seconds and
+ * nanoseconds as two numbers, which the OTLP writer turns into the 64-bit field without a BigInt.
  */
 const ISO = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9})\d*)?(Z|[+-]\d{2}(?::?\d{2})?)?$/;
 
 let cachedSecond = '';
-let cachedSecondNanos = 0n;
+let cachedSeconds = 0;
+
+/** What the last successful parseEventTimeParts() read: whole seconds since the epoch (negative before 1970) and nanoseconds, 0 to 999 999 999. */
+export const eventTimeParts = { seconds: 0, nanos: 0 };
 
 function digits(s: string, from: number, n: number): number {
   let v = 0;
@@ -21,54 +25,71 @@ function digits(s: string, from: number, n: number): number {
  * The common shape, `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z`, without a regular expression or Date
  * objects, reusing the previous record's second (records of one object are close in time).
  */
-function parseCommon(s: string): bigint | undefined {
+function parseCommon(s: string): boolean {
   const n = s.length;
-  if (n < 20 || s.charCodeAt(n - 1) !== 90 /* Z */ || s.charCodeAt(10) !== 84 /* T */) return undefined;
+  if (n < 20 || s.charCodeAt(n - 1) !== 90 /* Z */ || s.charCodeAt(10) !== 84 /* T */) return false;
   let frac = 0;
   if (n > 20) {
-    if (s.charCodeAt(19) !== 46 /* . */ || n > 30 || n < 22) return undefined;
+    if (s.charCodeAt(19) !== 46 /* . */ || n > 30 || n < 22) return false;
     frac = digits(s, 20, n - 21);
-    if (frac < 0) return undefined;
+    if (frac < 0) return false;
     for (let i = n - 21; i < 9; i++) frac *= 10;
   }
   // the same second as the previous record (the usual case): no slice, no Date
   if (cachedSecond === '' || !s.startsWith(cachedSecond)) {
     const second = s.slice(0, 19);
     const y = digits(s, 0, 4), mo = digits(s, 5, 2), d = digits(s, 8, 2), h = digits(s, 11, 2), mi = digits(s, 14, 2), sec = digits(s, 17, 2);
-    if (y < 1000 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59) return undefined;
-    if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58) return undefined;
+    if (y < 1000 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59) return false;
+    if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58) return false;
     const ms = Date.UTC(y, mo - 1, d, h, mi, sec);
-    if (new Date(ms).getUTCDate() !== d) return undefined; // 2024-02-30 is not a date
+    if (new Date(ms).getUTCDate() !== d) return false; // 2024-02-30 is not a date
     cachedSecond = second;
-    cachedSecondNanos = BigInt(ms) * 1_000_000n;
+    cachedSeconds = ms / 1000;
   }
-  return frac === 0 ? cachedSecondNanos : cachedSecondNanos + BigInt(frac);
+  eventTimeParts.seconds = cachedSeconds;
+  eventTimeParts.nanos = frac;
+  return true;
 }
 
-/** Nanoseconds since the Unix epoch, or undefined when the text is not an ISO 8601 time. */
-export function parseEventTime(text: unknown): bigint | undefined {
-  if (typeof text !== 'string') return undefined;
-  const fast = parseCommon(text);
-  if (fast !== undefined) return fast;
+/** Parses an ISO 8601 time into eventTimeParts; false (and eventTimeParts unchanged) when the text is not one. */
+export function parseEventTimeParts(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  if (parseCommon(text)) return true;
   const m = ISO.exec(text);
-  if (!m) return undefined;
+  if (!m) return false;
   const [, y, mo, d, h, mi, s, frac, zone] = m;
   const month = Number(mo), day = Number(d), hour = Number(h), minute = Number(mi), second = Number(s);
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return undefined;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return false;
   const d0 = new Date(0);
   d0.setUTCFullYear(Number(y), month - 1, day); // (Date.UTC maps years 0-99 to 1900-1999)
   d0.setUTCHours(hour, minute, second, 0);
   let ms = d0.getTime();
-  if (Number.isNaN(ms)) return undefined;
-  if (new Date(ms).getUTCDate() !== day && second !== 60) return undefined; // 2024-02-30 is not a date
+  if (Number.isNaN(ms)) return false;
+  if (new Date(ms).getUTCDate() !== day && second !== 60) return false; // 2024-02-30 is not a date
   if (zone && zone !== 'Z') {
     const sign = zone[0] === '-' ? -1 : 1;
     const digits = zone.slice(1).replace(':', '');
     const offsetMin = Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || '0');
     ms -= sign * offsetMin * 60_000;
   }
-  const nanos = frac ? Number(frac.padEnd(9, '0')) : 0;
-  return BigInt(ms) * 1_000_000n + BigInt(nanos);
+  eventTimeParts.seconds = ms / 1000; // whole seconds: the fraction is in nanos
+  eventTimeParts.nanos = frac ? Number(frac.padEnd(9, '0')) : 0;
+  return true;
+}
+
+/** Nanoseconds since the Unix epoch, or undefined when the text is not an ISO 8601 time. */
+export function parseEventTime(text: unknown): bigint | undefined {
+  return parseEventTimeParts(text) ? toUnixNanos(eventTimeParts.seconds, eventTimeParts.nanos) : undefined;
+}
+
+/** Seconds + nanoseconds → nanoseconds since the epoch. */
+export function toUnixNanos(seconds: number, nanos: number): bigint {
+  return BigInt(seconds) * 1_000_000_000n + BigInt(nanos);
+}
+
+/** Whether a time fits OTLP's time_unix_nano (an unsigned 64-bit count of nanoseconds: 1970 to 2554). */
+export function fitsUnixNanos(seconds: number, nanos: number): boolean {
+  return seconds >= 0 && (seconds < 18_446_744_073 || (seconds === 18_446_744_073 && nanos < 709_551_616));
 }
 
 /** [seconds, nanoseconds] as OpenTelemetry JS's HrTime wants it. */

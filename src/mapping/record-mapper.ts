@@ -9,7 +9,7 @@ import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, MappedLogRecord, ResourceDescriptor } from './log-record.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
-import { parseEventTime } from './event-time.js';
+import { eventTimeParts, fitsUnixNanos, parseEventTimeParts, toUnixNanos } from './event-time.js';
 import { compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
 import {
@@ -63,7 +63,7 @@ export interface ObjectMappingContext {
 /** Where the mapping rules put attributes (an object, or an encoder writing them as they come). */
 export interface AttributeSink {
   /** Called once the record's timestamp, severity and resource are known, before the first attribute. */
-  head?(plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity): void;
+  head?(plan: TypePlan, family: Family, resource: ResourceDescriptor, seconds: number, nanos: number, severity: Severity): void;
   has(name: string): boolean;
   set(name: string, value: AttrValue): void;
   /** The plan's constant attributes (event type, derived ones) at once; false when the sink cannot (then set() each). */
@@ -81,7 +81,8 @@ export interface AttributeSink {
 
 /** A writer mapDirect() streams one record into (see export/otlp-protobuf-encoder.ts). */
 export interface DirectRecordWriter {
-  begin(resource: ResourceDescriptor, timeUnixNano: bigint, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void;
+  /** A record's start: its time as whole seconds since the epoch and nanoseconds (see event-time.ts). */
+  begin(resource: ResourceDescriptor, seconds: number, nanos: number, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void;
   has(name: string): boolean;
   attr(name: string, value: AttrValue): void;
   /** Attributes constant per event type, encoded once (valid while `slotSpace` is the same). */
@@ -106,7 +107,9 @@ export interface DirectMapped {
   ok: true;
   direct: true;
   eventType: string;
-  timeUnixNano: bigint;
+  /** The record's time: whole seconds since the epoch and nanoseconds. */
+  seconds: number;
+  nanos: number;
 }
 
 /** What the default body (no template) reads. */
@@ -249,9 +252,9 @@ class DirectSink implements AttributeSink {
     this.captured = 0;
   }
 
-  head(plan: TypePlan, family: Family, resource: ResourceDescriptor, time: bigint, severity: Severity): void {
+  head(plan: TypePlan, family: Family, resource: ResourceDescriptor, seconds: number, nanos: number, severity: Severity): void {
     this.wanted = this.bodyWanted(plan, family);
-    this.out.begin(resource, time, this.observed, SEVERITY_NUMBER[severity], severity, plan.eventName);
+    this.out.begin(resource, seconds, nanos, this.observed, SEVERITY_NUMBER[severity], severity, plan.eventName);
   }
 
   has(name: string): boolean {
@@ -513,7 +516,7 @@ export class RecordMapper {
     return {
       ok: true,
       record: {
-        timeUnixNano: head.time,
+        timeUnixNano: toUnixNanos(head.seconds, head.nanos),
         observedTimeUnixNano,
         severityNumber: SEVERITY_NUMBER[head.severity],
         severityText: head.severity,
@@ -555,8 +558,15 @@ export class RecordMapper {
     const { eventType, plan } = head;
     const lookup = this.bodyLookup(head, (name) => sink.read(name));
     out.end(plan.body ? plan.body(lookup) : defaultBody(eventType, lookup));
-    return { ok: true, direct: true, eventType, timeUnixNano: head.time };
+    // (one result object per mapper, read by the caller before the next record)
+    const r = this.directResult;
+    r.eventType = eventType;
+    r.seconds = head.seconds;
+    r.nanos = head.nanos;
+    return r;
   }
+
+  private readonly directResult: DirectMapped = { ok: true, direct: true, eventType: '', seconds: 0, nanos: 0 };
 
   /** The sink of mapDirect: the writer, plus the values the body will read. One per mapper, reused. */
   private readonly directSink = new DirectSink((plan, family) => this.bodyWanted(plan, family));
@@ -610,11 +620,15 @@ export class RecordMapper {
     line: number,
     ctx: ObjectMappingContext,
     sink: AttributeSink,
-  ): { ok: false; reason: string; dropped?: true } | { ok: true; time: bigint; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields } {
+  ): { ok: false; reason: string; dropped?: true } | { ok: true; seconds: number; nanos: number; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields } {
     const eventTime = rec.get('eventTime');
-    const time = parseEventTime(eventTime);
-    if (time === undefined) {
+    if (!parseEventTimeParts(eventTime)) {
       return { ok: false, reason: eventTime == null ? 'missing eventTime' : `unparseable eventTime ${JSON.stringify(String(eventTime)).slice(0, 80)}` };
+    }
+    const { seconds, nanos } = eventTimeParts;
+    if (!fitsUnixNanos(seconds, nanos)) {
+      // OTLP's time_unix_nano is an unsigned count of nanoseconds since 1970
+      return { ok: false, reason: `eventTime ${JSON.stringify(String(eventTime)).slice(0, 80)} is outside what OTLP can carry (1970 to 2554)` };
     }
     const n = rec.size;
     if (rec instanceof ObjectFields) {
@@ -648,7 +662,7 @@ export class RecordMapper {
       if (hit && SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
     }
     if (plan.severity) severity = plan.severity;
-    sink.head?.(plan, family, resource, time, severity);
+    sink.head?.(plan, family, resource, seconds, nanos, severity);
 
     const eventId = rec.get('eventId');
     const uid = typeof eventId === 'string' && eventId !== '' ? eventId : `${ctx.uidPrefix}:${line}`;
@@ -716,7 +730,7 @@ export class RecordMapper {
       const name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
       sink.setField(sink.has(name) ? RAW_ATTRIBUTE_PREFIX + k : name, rec, i);
     }
-    return { ok: true, time, severity, eventType, plan, family, resource, rec };
+    return { ok: true, seconds, nanos, severity, eventType, plan, family, resource, rec };
   }
 
   /** Where a source attribute lands by default (semantic-convention move, catalog rename, or tableau.<snake>). */

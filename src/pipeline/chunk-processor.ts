@@ -11,6 +11,7 @@ import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { DirectLogsRequestWriter } from '../export/otlp-protobuf-encoder.js';
 import { FlatJsonLine } from '../decoding/flat-json-line.js';
+import { toUnixNanos } from '../mapping/event-time.js';
 import { createEncoder, encodingKey, type Encoder, type EncodingSpec } from '../export/encodings.js';
 
 export interface ProcessorTenant {
@@ -147,7 +148,9 @@ export class ChunkProcessor {
     const droppedByType: Record<string, number> = {};
     const byType: Record<string, number> = {};
     mapper.takeRecentDrift(); // (nothing should be left over; start this chunk's count clean)
-    let newest = 0n;
+    // the newest record time, as whole seconds and nanoseconds (no BigInt per record)
+    let newestSeconds = -1;
+    let newestNanos = 0;
     let linesRead = 0;
     // OTLP protobuf only and no attribute overrides: map straight into the request bytes
     const direct = task.encodings.length === 1 && task.encodings[0]!.kind === 'otlp-protobuf' && mapper.supportsDirect ? this.directWriter : null;
@@ -155,11 +158,23 @@ export class ChunkProcessor {
 
     /** A record mapped: counted (and kept, on the object path). */
     const mapped = (result: MappedOk): void => {
-      const m = 'direct' in result ? result : result.record;
-      if (!('direct' in result)) records.push(result.record);
-      const t = m.eventType;
+      let seconds: number;
+      let nanos: number;
+      let t: string;
+      if ('direct' in result) {
+        ({ seconds, nanos, eventType: t } = result);
+      } else {
+        const r = result.record;
+        records.push(r);
+        t = r.eventType;
+        seconds = Number(r.timeUnixNano / 1_000_000_000n);
+        nanos = Number(r.timeUnixNano % 1_000_000_000n);
+      }
       byType[t] = (byType[t] ?? 0) + 1;
-      if (m.timeUnixNano > newest) newest = m.timeUnixNano;
+      if (seconds > newestSeconds || (seconds === newestSeconds && nanos > newestNanos)) {
+        newestSeconds = seconds;
+        newestNanos = nanos;
+      }
     };
     /** A line not mapped: dropped by the tenant's overrides, or dead-lettered with its text. */
     const notMapped = (result: MapFailure, typeField: unknown, seg: ChunkSegment, segIndex: number, line: number, raw: string): void => {
@@ -273,7 +288,7 @@ export class ChunkProcessor {
       droppedByType,
       byType,
       ...driftOf(mapper.takeRecentDrift()),
-      newestTimeUnixNano: newest.toString(),
+      newestTimeUnixNano: newestSeconds < 0 ? '0' : toUnixNanos(newestSeconds, newestNanos).toString(),
     };
   }
 }
