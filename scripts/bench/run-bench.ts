@@ -569,10 +569,21 @@ async function main(): Promise<number> {
     const floorRatio = ours.eventsPerSecond / floor.eventsPerSecond;
     const naiveRatio = ours.eventsPerSecond / naive.eventsPerSecond;
     const mark = (ok: boolean): string => (ok ? 'met' : 'NOT MET');
+    const pairedFloor = oursReps.map((o, i) => floorReps[i]!.wallSeconds / o.wallSeconds);
+    const pairedNaive = oursReps.map((o, i) => naiveReps[i]!.wallSeconds / o.wallSeconds);
     out.push('');
     out.push(`ours / floor: ${num(floorRatio, 2)}x   (target >= ${TARGETS.floorRatio}x: ${mark(floorRatio >= TARGETS.floorRatio)})`);
     out.push(`ours / naive: ${num(naiveRatio, 2)}x   (target >= ${TARGETS.naiveRatio}x: ${mark(naiveRatio >= TARGETS.naiveRatio)})`);
     out.push(`ours peak RSS: ${num(ours.peakRssMb)} MB   (target < ${TARGETS.peakRssMb} MB: ${mark(ours.peakRssMb < TARGETS.peakRssMb)})`);
+    if (REPS > 1) {
+      // The machine's speed drifts during a run (shared hosts): a ratio within one repetition
+      // (floor, naive and ours back to back) is less exposed to that than a ratio of medians.
+      const range = (xs: number[]): string => `${num(Math.min(...xs), 2)}-${num(Math.max(...xs), 2)}`;
+      out.push(
+        `paired, within each repetition (median, range): ours / floor ${num(median(pairedFloor), 2)}x (${range(pairedFloor)}), ` +
+          `ours / naive ${num(median(pairedNaive), 2)}x (${range(pairedNaive)})`,
+      );
+    }
     if (big) {
       out.push('');
       out.push(
@@ -603,7 +614,7 @@ async function main(): Promise<number> {
         settings: { events: EVENTS, reps: REPS, big: RUN_BIG, bigBytes: BIG_BYTES, bigReps: BIG_REPS },
         corpus,
         cases: { floor, naive, naiveDefaultQueue: naiveDefault, ours },
-        ratios: { oursToFloor: floorRatio, oursToNaive: naiveRatio },
+        ratios: { oursToFloor: floorRatio, oursToNaive: naiveRatio, pairedOursToFloor: pairedFloor, pairedOursToNaive: pairedNaive },
         targets: {
           ...TARGETS,
           met: {
