@@ -19,7 +19,9 @@ export const kill9: Scenario = {
     const IN_FLIGHT = 4;
     const receiver = await startOtlpReceiver();
     ctx.defer(() => receiver.close());
-    receiver.setDelay(60);
+    // slow enough that one run delivers a fraction of the backfill before its kill (a 0.4 s start-up
+    // and 60 ms answers let 4 runs finish 20 000 records, and the short run wants 5 kills)
+    receiver.setDelay(150);
     const work = ctx.dir('work');
     const files = short ? 40 : 160;
     const tree = writeFixtureTree(join(work, 'logs'), files, 500); // every third object gzip
