@@ -17,6 +17,7 @@
 import type { AttrValue, InstrumentationScopeInfo, MappedLogRecord, ResourceDescriptor } from '../mapping/log-record.js';
 import type { DirectRecordWriter } from '../mapping/record-mapper.js';
 import { FlatJsonLine, KIND_STRING, KIND_STRING_UTF8, type RecordFields } from '../decoding/flat-json-line.js';
+import { toUnixNanos } from '../mapping/event-time.js';
 
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
@@ -124,7 +125,7 @@ export class ProtoWriter {
    */
   fixed64Time(seconds: number, nanos: number): void {
     if (!(seconds >= 0 && seconds < 4_294_967_296)) {
-      this.fixed64(BigInt(seconds) * 1_000_000_000n + BigInt(nanos));
+      this.fixed64(toUnixNanos(seconds, nanos));
       return;
     }
     // seconds * 1e9 = seconds * 1953125 * 2^9; seconds * 1953125 < 2^53 is exact
