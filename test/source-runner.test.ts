@@ -14,7 +14,7 @@ import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
 import { CheckpointStore } from '../src/pipeline/checkpoint-store.js';
 import { DeadLetterStore } from '../src/pipeline/dead-letter-store.js';
 import { PipelineStats } from '../src/pipeline/pipeline-stats.js';
-import { CheckpointSaver, DEFAULT_PIPELINE_SETTINGS, SourceReadError, SourceRunner } from '../src/pipeline/source-runner.js';
+import { CheckpointSaver, DEFAULT_PIPELINE_SETTINGS, SourceReadError, SourceRunner, reasonLabel } from '../src/pipeline/source-runner.js';
 import { EncodeWorkerPool } from '../src/pipeline/worker-pool.js';
 import { OtlpDestination } from '../src/export/otlp-destination.js';
 import { loadCatalog } from '../src/mapping/catalog.js';
@@ -172,5 +172,22 @@ describe('schema drift reporting', () => {
     const value = (l: string) => Number(l.slice(l.lastIndexOf(' ') + 1));
     expect(series.reduce((n, l) => n + value(l), 0)).toBe(5001);
     expect(value(series.find((l) => l.includes('attribute="(other)"'))!)).toBe(4801);
+  });
+});
+
+describe('the reason label of tao_events_dead_lettered_total', () => {
+  it('keeps a reason\'s fixed words and drops the values it quotes and the numbers it gives', () => {
+    const cases: Array<[string[], string]> = [
+      [['unparseable eventTime "garbage"', 'unparseable eventTime "2026-13-01T00:00:00Z"'], 'unparseable eventTime'],
+      [['eventTime outside what OTLP can carry (1970 to 2554): "1960-01-01T00:00:00Z"', 'eventTime outside what OTLP can carry (1970 to 2554): "2600-01-01T00:00:00Z"'], 'eventTime outside what OTLP can carry'],
+      [['line of 17000000 bytes exceeds maxLineBytes 16777216', 'line of 20000001 bytes exceeds maxLineBytes 16777216'], 'line of N bytes exceeds maxLineBytes N'],
+      [['object unreadable after line 12: unexpected end of file', 'object unreadable after line 99999: incorrect header check'], 'object unreadable after line N'],
+      [['value of "a" nested deeper than 30 levels', 'value of "other name" nested deeper than 30 levels'], 'value of'],
+      [['invalid JSON: Unexpected token } in JSON at position 7', 'invalid JSON: Unexpected end of JSON input'], 'invalid JSON'],
+      [['cannot map this line (an error in the connector, please report it): TypeError: x'], 'cannot map this line'],
+      [['cannot encode for splunk-hec: RangeError: y'], 'cannot encode for splunk-hec'],
+      [['missing eventTime'], 'missing eventTime'],
+    ];
+    for (const [reasons, label] of cases) for (const r of reasons) expect(reasonLabel(r), r).toBe(label);
   });
 });

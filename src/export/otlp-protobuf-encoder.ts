@@ -501,6 +501,9 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   private readonly joined = new ProtoWriter(1 << 16);
   private w: ProtoWriter | null = null;
   private recordStart = 0;
+  /** Where the open record begins in its group's writer, and the group it opened (for abortRecord). */
+  private recordOpen = 0;
+  private openedGroup: string | undefined;
   /** Attribute names: encoded key, and the record they were last set on (see NameSlot). */
   private slots = new Map<string, NameSlot>();
   /** Changes when `slots` is cleared: slots cached by callers from before are not used again. */
@@ -524,12 +527,15 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
 
   begin(resource: ResourceDescriptor, seconds: number, nanos: number, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void {
     let g = this.groups.get(resource.key);
+    this.openedGroup = undefined;
     if (!g) {
       const w = this.spare.pop() ?? new ProtoWriter(4 << 20);
       g = { w, open: beginResourceLogs(w, resource, this.scope) };
       this.groups.set(resource.key, g);
+      this.openedGroup = resource.key;
     }
     const w = (this.w = g.w);
+    this.recordOpen = w.pos;
     this.generation++;
     if (this.slots.size > MAX_NAME_SLOTS) {
       // (between records only: within one, a name must keep its slot)
@@ -653,6 +659,23 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     const slot = this.slot(name);
     slot.seen = this.generation;
     this.w!.stringAttribute(T_LR_ATTRIBUTES, slot.key, line.buf, start, end);
+  }
+
+  /**
+   * Forgets the record begun and not ended (its mapping failed half-way): the request is as it
+   * was before begin(). Nothing to do when no record is open.
+   */
+  abortRecord(): void {
+    const w = this.w;
+    if (w === null) return;
+    w.pos = this.recordOpen;
+    if (this.openedGroup !== undefined) {
+      // the record's resource had no other record: its group goes too
+      this.groups.delete(this.openedGroup);
+      w.reset();
+      if (this.spare.length < 8) this.spare.push(w);
+    }
+    this.w = null;
   }
 
   end(body: string): void {

@@ -628,7 +628,7 @@ export class RecordMapper {
     const { seconds, nanos } = eventTimeParts;
     if (!fitsUnixNanos(seconds, nanos)) {
       // OTLP's time_unix_nano is an unsigned count of nanoseconds since 1970
-      return { ok: false, reason: `eventTime ${JSON.stringify(String(eventTime)).slice(0, 80)} is outside what OTLP can carry (1970 to 2554)` };
+      return { ok: false, reason: `eventTime outside what OTLP can carry (1970 to 2554): ${JSON.stringify(String(eventTime)).slice(0, 80)}` };
     }
     const n = rec.size;
     if (rec instanceof ObjectFields) {

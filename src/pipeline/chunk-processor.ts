@@ -12,7 +12,7 @@ import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { DirectLogsRequestWriter } from '../export/otlp-protobuf-encoder.js';
 import { FlatJsonLine } from '../decoding/flat-json-line.js';
 import { toUnixNanos } from '../mapping/event-time.js';
-import { createEncoder, encodingKey, type Encoder, type EncodingSpec } from '../export/encodings.js';
+import { createEncoder, encodingKey, type EncodeResult, type Encoder, type EncodingSpec } from '../export/encodings.js';
 
 export interface ProcessorTenant {
   id: string;
@@ -120,6 +120,41 @@ export class ChunkProcessor {
     return e;
   }
 
+  /**
+   * The records in every encoding. Should an encoder throw (a value it cannot represent: a bug
+   * of ours, not of the data), each record is tried alone; those that fail are dead-lettered
+   * with the error, taken out of the counts, and the others are encoded without them.
+   */
+  private encodeEach(
+    specs: EncodingSpec[],
+    records: MappedLogRecord[],
+    sources: Array<{ segment: number; line: number; raw: string }>,
+    deadLetters: ChunkDeadLetter[],
+    byType: Record<string, number>,
+  ): EncodeResult[] {
+    try {
+      return specs.map((spec) => this.encoder(spec).encode(records));
+    } catch {
+      const good: MappedLogRecord[] = [];
+      records.forEach((r, i) => {
+        for (const spec of specs) {
+          try {
+            this.encoder(spec).encode([r]);
+          } catch (err) {
+            const from = sources[i]!;
+            deadLetters.push({ segment: from.segment, line: from.line, reason: `cannot encode for ${spec.kind}: ${describeError(err)}`, raw: from.raw.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+            byType[r.eventType] = (byType[r.eventType] ?? 1) - 1;
+            return;
+          }
+        }
+        good.push(r);
+      });
+      records.length = 0;
+      records.push(...good);
+      return specs.map((spec) => (good.length === 0 ? { bodies: [], truncated: 0 } : this.encoder(spec).encode(good)));
+    }
+  }
+
   /** Numbers of the lines of `bytes` (the first being `firstLine`) that are not valid UTF-8. */
   private linesNotUtf8(bytes: Uint8Array, firstLine: number): Set<number> {
     const bad = new Set<number>();
@@ -144,6 +179,8 @@ export class ChunkProcessor {
     if (!mapper) throw new Error(`encode worker: unknown tenant ${task.tenant}`);
     const observed = BigInt(task.observedTimeUnixNano);
     const records: MappedLogRecord[] = [];
+    /** Where each of `records` came from (the object path), for a record no encoder can take. */
+    const sources: Array<{ segment: number; line: number; raw: string }> = [];
     const deadLetters: ChunkDeadLetter[] = [];
     const droppedByType: Record<string, number> = {};
     const byType: Record<string, number> = {};
@@ -195,9 +232,18 @@ export class ChunkProcessor {
         return;
       }
       const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
-      const result = direct ? mapper.mapDirect(value, line, ctx, observed, direct) : mapper.map(value, line, ctx, observed);
-      if (result.ok) mapped(result);
-      else notMapped(result, (value as { eventType?: unknown } | null)?.eventType, seg, segIndex, line, lineText);
+      let result: MapResult | DirectMapped;
+      try {
+        result = direct ? mapper.mapDirect(value, line, ctx, observed, direct) : mapper.map(value, line, ctx, observed);
+      } catch (err) {
+        direct?.abortRecord();
+        deadLetters.push({ segment: segIndex, line, reason: mappingFailed(err), raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+        return;
+      }
+      if (result.ok) {
+        mapped(result);
+        if (!direct) sources.push({ segment: segIndex, line, raw: lineText });
+      } else notMapped(result, (value as { eventType?: unknown } | null)?.eventType, seg, segIndex, line, lineText);
     };
 
     task.segments.forEach((seg, segIndex) => {
@@ -220,7 +266,15 @@ export class ChunkProcessor {
           if (isBlankBytes(bytes, from, end)) continue;
           linesRead++;
           if (scanned.scan(bytes, from, end)) {
-            const result = mapper.mapLineDirect(scanned, thisLine, ctx, observed, direct);
+            let result: MapResult | DirectMapped;
+            try {
+              result = mapper.mapLineDirect(scanned, thisLine, ctx, observed, direct);
+            } catch (err) {
+              // an error of ours, not of the line: the line is set aside with it, the rest goes on
+              direct.abortRecord();
+              deadLetters.push({ segment: segIndex, line: thisLine, reason: mappingFailed(err), raw: bytes.toString('utf8', from, end).slice(0, MAX_RAW_IN_DEAD_LETTER) });
+              continue;
+            }
             if (result.ok) mapped(result);
             else notMapped(result, scanned.get('eventType'), seg, segIndex, thisLine, bytes.toString('utf8', from, end));
             continue;
@@ -272,7 +326,7 @@ export class ChunkProcessor {
       ? [{ bodies: directBody ? [directBody] : [], truncated: 0 }]
       : records.length === 0
         ? task.encodings.map(() => ({ bodies: [] as Uint8Array[], truncated: 0 }))
-        : task.encodings.map((spec) => this.encoder(spec).encode(records));
+        : this.encodeEach(task.encodings, records, sources, deadLetters, byType);
     const payloads = placePayloads(
       encoded.map((e) => e.bodies),
       task.output,
@@ -313,6 +367,15 @@ function placePayloads(payloads: Uint8Array[][], output: Uint8Array | undefined,
     );
   }
   return borrowed ? payloads.map((ps) => ps.map((p) => (borrowed.has(p) ? Uint8Array.prototype.slice.call(p) : p))) : payloads;
+}
+
+function describeError(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+/** The dead-letter reason for a line whose mapping threw. */
+function mappingFailed(err: unknown): string {
+  return `cannot map this line (an error in the connector, please report it): ${describeError(err)}`;
 }
 
 function driftOf(d: SchemaDriftCounters): Pick<ChunkResult, 'unknownEventTypes' | 'unknownAttributes'> {

@@ -470,7 +470,7 @@ export class SourceRunner {
     const { stats, metrics, tenantId } = this.ctx;
     await this.writeDeadLetter({ kind: 'line', source: this.source.id, object, line, reason, raw });
     stats.deadLetteredLines++;
-    metrics?.eventsDeadLettered.inc({ tenant: tenantId, source: this.source.id, reason: reason.split(/[:(]/)[0]!.trim().slice(0, 40) });
+    metrics?.eventsDeadLettered.inc({ tenant: tenantId, source: this.source.id, reason: reasonLabel(reason) });
     if (stats.deadLetteredLines <= 100 || stats.deadLetteredLines % 1000 === 0) {
       this.log.warn({ object, line, reason, deadLettered: stats.deadLetteredLines }, 'line dead-lettered');
     }
@@ -700,4 +700,14 @@ function isPermanentReadError(err: unknown): boolean {
   if (e.permanent === true) return true;
   const code = e.code;
   return code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR' || code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES';
+}
+
+/**
+ * A dead letter's reason as a metric label: its opening words, before any value it quotes or
+ * details it adds, and with numbers as N (`unparseable eventTime "…"` → `unparseable eventTime`,
+ * `line of 17000000 bytes exceeds maxLineBytes 16777216` → `line of N bytes exceeds maxLineBytes
+ * N`), so that the data cannot create label values without bound.
+ */
+export function reasonLabel(reason: string): string {
+  return reason.split(/[:("]/)[0]!.replace(/\d+/g, 'N').trim().slice(0, 48);
 }
