@@ -122,16 +122,10 @@ export class ChunkProcessor {
 
   /**
    * The records in every encoding. Should an encoder throw (a value it cannot represent: a bug
-   * of ours, not of the data), each record is tried alone; those that fail are dead-lettered
-   * with the error, taken out of the counts, and the others are encoded without them.
+   * of ours, not of the data), each record is tried alone; `setAside(i, reason)` is called for
+   * those that fail, they are taken out of `records`, and the others are encoded without them.
    */
-  private encodeEach(
-    specs: EncodingSpec[],
-    records: MappedLogRecord[],
-    sources: Array<{ segment: number; line: number; raw: string }>,
-    deadLetters: ChunkDeadLetter[],
-    byType: Record<string, number>,
-  ): EncodeResult[] {
+  private encodeEach(specs: EncodingSpec[], records: MappedLogRecord[], setAside: (index: number, reason: string) => void): EncodeResult[] {
     try {
       return specs.map((spec) => this.encoder(spec).encode(records));
     } catch {
@@ -141,9 +135,7 @@ export class ChunkProcessor {
           try {
             this.encoder(spec).encode([r]);
           } catch (err) {
-            const from = sources[i]!;
-            deadLetters.push({ segment: from.segment, line: from.line, reason: `cannot encode for ${spec.kind}: ${describeError(err)}`, raw: from.raw.slice(0, MAX_RAW_IN_DEAD_LETTER) });
-            byType[r.eventType] = (byType[r.eventType] ?? 1) - 1;
+            setAside(i, `cannot encode for ${spec.kind}: ${describeError(err)}`);
             return;
           }
         }
@@ -184,6 +176,10 @@ export class ChunkProcessor {
     const deadLetters: ChunkDeadLetter[] = [];
     const droppedByType: Record<string, number> = {};
     const byType: Record<string, number> = {};
+    /** A line that is not delivered, with its reason and (the start of) its text. */
+    const deadLetter = (segment: number, line: number, reason: string, raw: string): void => {
+      deadLetters.push({ segment, line, reason, raw: raw.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+    };
     mapper.takeRecentDrift(); // (nothing should be left over; start this chunk's count clean)
     // the newest record time, as whole seconds and nanoseconds (no BigInt per record)
     let newestSeconds = -1;
@@ -219,7 +215,7 @@ export class ChunkProcessor {
         const t = typeof typeField === 'string' && !seg.keyInfo.eventType ? typeField : seg.keyInfo.eventType ?? 'unknown';
         droppedByType[t] = (droppedByType[t] ?? 0) + 1;
       } else {
-        deadLetters.push({ segment: segIndex, line, reason: result.reason, raw: raw.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+        deadLetter(segIndex, line, result.reason, raw);
       }
     };
     /** One line's text → JSON.parse → mapping (or a dead letter). */
@@ -228,7 +224,7 @@ export class ChunkProcessor {
       try {
         value = JSON.parse(lineText);
       } catch (err) {
-        deadLetters.push({ segment: segIndex, line, reason: `invalid JSON: ${(err as Error).message}`, raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+        deadLetter(segIndex, line, `invalid JSON: ${(err as Error).message}`, lineText);
         return;
       }
       const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
@@ -237,7 +233,7 @@ export class ChunkProcessor {
         result = direct ? mapper.mapDirect(value, line, ctx, observed, direct) : mapper.map(value, line, ctx, observed);
       } catch (err) {
         direct?.abortRecord();
-        deadLetters.push({ segment: segIndex, line, reason: mappingFailed(err), raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+        deadLetter(segIndex, line, mappingFailed(err), lineText);
         return;
       }
       if (result.ok) {
@@ -272,7 +268,7 @@ export class ChunkProcessor {
             } catch (err) {
               // an error of ours, not of the line: the line is set aside with it, the rest goes on
               direct.abortRecord();
-              deadLetters.push({ segment: segIndex, line: thisLine, reason: mappingFailed(err), raw: bytes.toString('utf8', from, end).slice(0, MAX_RAW_IN_DEAD_LETTER) });
+              deadLetter(segIndex, thisLine, mappingFailed(err), bytes.toString('utf8', from, end));
               continue;
             }
             if (result.ok) mapped(result);
@@ -283,7 +279,7 @@ export class ChunkProcessor {
           try {
             lineText = this.strict.decode(bytes.subarray(from, end));
           } catch {
-            deadLetters.push({ segment: segIndex, line: thisLine, reason: INVALID_UTF8, raw: this.decoder.decode(bytes.subarray(from, end)).slice(0, MAX_RAW_IN_DEAD_LETTER) });
+            deadLetter(segIndex, thisLine, INVALID_UTF8, this.decoder.decode(bytes.subarray(from, end)));
             continue;
           }
           parseAndMap(thisLine === 1 ? withoutBom(lineText) : lineText, seg, segIndex, thisLine);
@@ -314,7 +310,7 @@ export class ChunkProcessor {
         if (isBlank(lineText)) continue;
         linesRead++;
         if (notUtf8?.has(thisLine)) {
-          deadLetters.push({ segment: segIndex, line: thisLine, reason: INVALID_UTF8, raw: lineText.slice(0, MAX_RAW_IN_DEAD_LETTER) });
+          deadLetter(segIndex, thisLine, INVALID_UTF8, lineText);
           continue;
         }
         parseAndMap(lineText, seg, segIndex, thisLine);
@@ -326,7 +322,11 @@ export class ChunkProcessor {
       ? [{ bodies: directBody ? [directBody] : [], truncated: 0 }]
       : records.length === 0
         ? task.encodings.map(() => ({ bodies: [] as Uint8Array[], truncated: 0 }))
-        : this.encodeEach(task.encodings, records, sources, deadLetters, byType);
+        : this.encodeEach(task.encodings, records, (i, reason) => {
+            const from = sources[i]!;
+            deadLetter(from.segment, from.line, reason, from.raw);
+            byType[records[i]!.eventType]!--;
+          });
     const payloads = placePayloads(
       encoded.map((e) => e.bodies),
       task.output,
