@@ -16,6 +16,16 @@ export interface BadLineLetter {
   line: number;
   reason: string;
   raw: string;
+  /** The object's identity prefix of `log.record.uid` (`<uidPrefix>:<line>`), so a replay sends the same uid. */
+  uidPrefix?: string;
+}
+
+/** One record of a rejected batch, with what a replay needs to send it again under the same `log.record.uid`. */
+export interface DeadLetteredRecord {
+  object: string;
+  uidPrefix: string;
+  line: number;
+  raw: string;
 }
 
 export interface RejectedBatchLetter {
@@ -26,8 +36,10 @@ export interface RejectedBatchLetter {
   response?: string;
   /** Where the batch's lines came from. */
   objects: Array<{ object: string; firstLine: number; lastLine: number }>;
-  /** The source lines of the batch (a replay re-reads them). */
+  /** The source lines of the batch (letters written before `records` existed; kept for reading old files). */
   lines: string[];
+  /** The records at fault, each with its object, uid prefix and line (a replay sends exactly these). */
+  records?: DeadLetteredRecord[];
 }
 
 export type DeadLetter = BadLineLetter | RejectedBatchLetter;
