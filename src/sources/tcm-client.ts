@@ -11,15 +11,24 @@
  * - 408, 429, 5xx and network errors are retried with exponential backoff and full jitter,
  *   honouring `Retry-After`; other statuses are errors for the caller (a listing's 400 tells the
  *   source to shorten its window; a download's 4xx tells it to ask for a fresh URL).
+ * - Sign-in and API calls never follow a redirect: the PAT and the session token go to the
+ *   configured `url` only. A 3xx is an outage (retried like a 5xx, then an error naming the
+ *   target's origin, never its path or query).
+ * - API responses are read up to `maxResponseBytes`; a longer one is an error, not read on.
+ * - Downloads go through download-guard.ts (https, public addresses checked at connect time,
+ *   `downloadHosts`), with node's http(s) modules and redirects followed by hand (at most
+ *   MAX_DOWNLOAD_REDIRECTS hops, each checked the same way). A refused URL or hop is a
+ *   `DownloadRefusedError` (permanent) and nothing is sent to that host.
  * - Secrets stay out of logs, errors and metrics: the PAT and the session token are replaced by
  *   `[redacted]` in any response text quoted in an error; the session token is never sent to the
  *   storage host; pre-signed URLs (their query string is a credential) are never logged.
  */
-import { Readable } from 'node:stream';
-import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import http from 'node:http';
+import https from 'node:https';
 import type { SourceMetrics } from '../daemon/metrics.js';
 import type { Logger } from '../daemon/logger.js';
 import { backoffDelay, sleep, type RetryPolicy } from '../export/delivery.js';
+import { DownloadPolicy, DownloadRefusedError, originOf } from './download-guard.js';
 
 export type TcmOperation = 'login' | 'list' | 'urls' | 'download' | 'sites';
 
@@ -84,7 +93,17 @@ export interface TcmClientOptions {
   retry?: TcmRetrySettings;
   /** Per API call, and for a download until its response headers arrive. */
   requestTimeoutMs?: number;
+  /** Largest API response body read (bytes); default DEFAULT_TCM_MAX_RESPONSE_BYTES. */
+  maxResponseBytes?: number;
+  /** Hosts whose download URLs skip the public-address check (see download-guard.ts). */
+  downloadHosts?: readonly string[];
 }
+
+export const DEFAULT_TCM_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+/** Redirects of one download followed at most. */
+export const MAX_DOWNLOAD_REDIRECTS = 5;
+/** Of an error response, only this much is read (it is only quoted, shortened). */
+const ERROR_BODY_BYTES = 64 * 1024;
 
 interface Session {
   token: string;
@@ -100,6 +119,10 @@ export class TcmClient {
   private readonly baseUrl: string;
   private readonly retry: TcmRetrySettings;
   private readonly timeoutMs: number;
+  private readonly maxResponseBytes: number;
+  readonly downloads: DownloadPolicy;
+  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 16 });
   private session: Session | null = null;
   private signingIn: Promise<Session> | null = null;
   /** Values never to be quoted: the PAT and the current session token. */
@@ -112,6 +135,14 @@ export class TcmClient {
     this.bucket = new TokenBucket(options.maxRequestsPerSecond);
     this.retry = options.retry ?? DEFAULT_TCM_RETRY;
     this.timeoutMs = options.requestTimeoutMs ?? 60_000;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_TCM_MAX_RESPONSE_BYTES;
+    this.downloads = new DownloadPolicy(this.baseUrl, options.downloadHosts ?? []);
+  }
+
+  /** Close the download connections kept alive. */
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
   }
 
   /** GET a JSON API path (with the session), following the retry and re-login rules. */
@@ -128,45 +159,90 @@ export class TcmClient {
   /**
    * GET a pre-signed URL and return its body as a byte stream. A 4xx other than 408/429 is
    * thrown at once as a TcmHttpError (the URL expired or was refused: ask for a new one);
-   * 408, 429, 5xx and network errors are retried with the same URL.
+   * 408, 429, 5xx and network errors are retried with the same URL. Redirects are followed by
+   * hand, each hop checked like the URL; a URL or hop the policy refuses throws a
+   * DownloadRefusedError before anything is sent to its host.
    */
   async download(url: string, what: string, signal: AbortSignal): Promise<AsyncIterable<Buffer>> {
+    let first: URL;
+    try {
+      first = new URL(url);
+    } catch {
+      throw new DownloadRefusedError(`download URL of ${what} refused: not a URL`);
+    }
     for (let attempt = 1; ; attempt++) {
-      await this.bucket.take(signal);
-      this.options.metrics.request('download');
-      const timed = timedSignal(signal, this.timeoutMs);
-      let res: Response | undefined;
+      let target = first;
+      let res: http.IncomingMessage | undefined;
       let failure = '';
-      try {
-        // No session header: the storage host is not Tableau Cloud Manager.
-        res = await fetch(url, { method: 'GET', signal: timed.signal, redirect: 'follow' });
-      } catch (err) {
-        timed.done();
-        if (signal.aborted) throw abortError(signal);
-        failure = `network error: ${describeNetworkError(err)}`;
-      }
-      if (res) {
-        timed.clearTimer(); // the body may take longer than the header timeout
-        if (res.ok) {
-          if (res.body) return streamBody(res.body, timed.done);
+      let timed: ReturnType<typeof timedSignal> | undefined;
+      for (let hop = 0; ; hop++) {
+        const step = hop === 0 ? 'download URL' : `redirect hop ${hop}`;
+        const check = this.downloads.check(target, step);
+        await this.bucket.take(signal);
+        this.options.metrics.request('download');
+        timed = timedSignal(signal, this.timeoutMs);
+        try {
+          res = await this.getOnce(target, check.checkAddresses, step, timed.signal);
+        } catch (err) {
           timed.done();
-          return emptyBody();
+          if (err instanceof DownloadRefusedError) throw err;
+          if (signal.aborted) throw abortError(signal);
+          failure = `network error: ${describeNetworkError(err)}`;
+          res = undefined;
+          break;
         }
+        const status = res.statusCode ?? 0;
+        if (status < 300 || status >= 400) break;
         timed.done();
-        await res.body?.cancel().catch(() => undefined);
-        if (!isRetryableStatus(res.status)) {
-          throw new TcmHttpError('download', res.status, `download of ${what}: HTTP ${res.status} from the storage host`);
+        res.destroy();
+        const location = res.headers.location;
+        if (!location) throw new DownloadRefusedError(`${step} ${originOf(target)} of ${what}: HTTP ${status} without a Location`);
+        if (hop >= MAX_DOWNLOAD_REDIRECTS) throw new DownloadRefusedError(`download of ${what} refused: more than ${MAX_DOWNLOAD_REDIRECTS} redirects`);
+        try {
+          target = new URL(location, target);
+        } catch {
+          throw new DownloadRefusedError(`redirect hop ${hop + 1} of ${what} refused: the Location is not a URL`);
         }
-        failure = `HTTP ${res.status}`;
       }
-      const retryAfter = res ? retryAfterMs(res.headers.get('retry-after')) : undefined;
+      if (res && timed) {
+        timed.clearTimer(); // the body may take longer than the header timeout
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) return streamBody(res, timed.done);
+        timed.done();
+        res.destroy();
+        if (!isRetryableStatus(status)) {
+          throw new TcmHttpError('download', status, `download of ${what}: HTTP ${status} from the storage host ${target.host}`);
+        }
+        failure = `HTTP ${status}`;
+      }
+      const retryAfter = res ? retryAfterMs(headerValue(res.headers['retry-after'])) : undefined;
       if (attempt >= this.retry.maxAttempts) {
-        throw new TcmHttpError('download', res?.status, `download of ${what} failed after ${attempt} attempts: ${failure}`);
+        throw new TcmHttpError('download', res?.statusCode, `download of ${what} failed after ${attempt} attempts: ${failure}`);
       }
       const delay = Math.max(retryAfter ?? 0, backoffDelay(this.retry, attempt));
       this.options.log.warn({ operation: 'download', object: what, reason: failure, attempt, delayMs: delay }, 'tcm request failed; retrying');
       if (await sleep(delay, signal)) throw abortError(signal);
     }
+  }
+
+  /** One GET without any of our headers; resolves with the response (headers read, body not). */
+  private getOnce(url: URL, checkAddresses: boolean, step: string, signal: AbortSignal): Promise<http.IncomingMessage> {
+    const isHttps = url.protocol === 'https:';
+    const where = originOf(url);
+    return new Promise((resolve, reject) => {
+      const req = (isHttps ? https : http).request(url, {
+        method: 'GET',
+        agent: isHttps ? this.httpsAgent : this.httpAgent,
+        // No session header: the storage host is not Tableau Cloud Manager.
+        headers: { accept: '*/*' },
+        signal,
+        ...(checkAddresses ? { lookup: this.downloads.lookupFor(step, where) } : {}),
+      });
+      if (checkAddresses) req.on('socket', (socket) => this.downloads.checkSocket(socket, step, where));
+      req.once('response', resolve);
+      req.once('error', reject);
+      req.end();
+    });
   }
 
   private async api(operation: TcmOperation, method: 'GET' | 'POST', pathAndQuery: string, body: string | undefined, signal: AbortSignal): Promise<unknown> {
@@ -193,11 +269,12 @@ export class TcmClient {
       if (result.kind === 'response' && result.status >= 200 && result.status < 300) {
         return parseJson(operation, label, result.text);
       }
-      const failure = result.kind === 'network' ? `network error: ${result.reason}` : `HTTP ${result.status}`;
-      const retryable = result.kind === 'network' || isRetryableStatus(result.status);
+      if (result.kind === 'too-large') throw this.tooLarge(operation, label, result.status);
+      const failure = failureOf(result);
+      const retryable = result.kind !== 'response' || isRetryableStatus(result.status);
       if (!retryable || attempt >= this.retry.maxAttempts) {
         const excerpt = result.kind === 'response' ? this.excerpt(result.text) : '';
-        const status = result.kind === 'response' ? result.status : undefined;
+        const status = result.kind === 'network' ? undefined : result.status;
         throw new TcmHttpError(operation, status, `tcm ${operation} ${label}: ${failure}${retryable ? ` after ${attempt} attempts` : ''}${excerpt ? `: ${excerpt}` : ''}`);
       }
       const delay = Math.max(result.kind === 'response' ? (result.retryAfterMs ?? 0) : 0, backoffDelay(this.retry, attempt));
@@ -255,10 +332,11 @@ export class TcmClient {
         // The body is deliberately not quoted: a server may echo what it was sent.
         throw new TcmHttpError('login', result.status, `tcm sign-in rejected (HTTP ${result.status}): check that the PAT is a Tableau Cloud Manager personal access token (a site PAT does not work) and that it has not expired or been revoked`);
       }
-      const failure = result.kind === 'network' ? `network error: ${result.reason}` : `HTTP ${result.status}`;
-      const retryable = result.kind === 'network' || isRetryableStatus(result.status);
+      if (result.kind === 'too-large') throw this.tooLarge('login', `POST ${TCM_LOGIN_PATH}`, result.status);
+      const failure = failureOf(result);
+      const retryable = result.kind !== 'response' || isRetryableStatus(result.status);
       if (!retryable || attempt >= this.retry.maxAttempts) {
-        throw new TcmHttpError('login', result.kind === 'response' ? result.status : undefined, `tcm sign-in failed: ${failure}${retryable ? ` after ${attempt} attempts` : ''}`);
+        throw new TcmHttpError('login', result.kind === 'network' ? undefined : result.status, `tcm sign-in failed: ${failure}${retryable ? ` after ${attempt} attempts` : ''}`);
       }
       const delay = Math.max(result.kind === 'response' ? (result.retryAfterMs ?? 0) : 0, backoffDelay(this.retry, attempt));
       this.options.log.warn({ operation: 'login', reason: failure, attempt, delayMs: delay }, 'tcm request failed; retrying');
@@ -266,19 +344,36 @@ export class TcmClient {
     }
   }
 
-  /** One HTTP exchange with the whole body read as text; network errors are returned, not thrown. */
+  /**
+   * One HTTP exchange, redirects not followed, the body read up to `maxResponseBytes` (an error
+   * response: up to ERROR_BODY_BYTES, the rest dropped). Network errors are returned, not thrown.
+   */
   private async send(url: string, init: RequestInit, signal: AbortSignal): Promise<SendResult> {
     const timed = timedSignal(signal, this.timeoutMs);
     try {
-      const res = await fetch(url, { ...init, signal: timed.signal });
-      const text = await res.text();
-      return { kind: 'response', status: res.status, text, retryAfterMs: retryAfterMs(res.headers.get('retry-after')) };
+      const res = await fetch(url, { ...init, redirect: 'manual', signal: timed.signal });
+      if (res.status >= 300 && res.status < 400) {
+        await res.body?.cancel().catch(() => undefined);
+        return { kind: 'redirect', status: res.status, target: redirectTarget(res.headers.get('location'), url) };
+      }
+      const ok = res.status >= 200 && res.status < 300;
+      if (ok && Number(res.headers.get('content-length') ?? 0) > this.maxResponseBytes) {
+        await res.body?.cancel().catch(() => undefined);
+        return { kind: 'too-large', status: res.status };
+      }
+      const body = await readCapped(res, ok ? this.maxResponseBytes : ERROR_BODY_BYTES);
+      if (ok && body.truncated) return { kind: 'too-large', status: res.status };
+      return { kind: 'response', status: res.status, text: body.text, retryAfterMs: retryAfterMs(res.headers.get('retry-after')) };
     } catch (err) {
       if (signal.aborted) throw abortError(signal);
       return { kind: 'network', reason: describeNetworkError(err) };
     } finally {
       timed.done();
     }
+  }
+
+  private tooLarge(operation: TcmOperation, label: string, status: number): TcmHttpError {
+    return new TcmHttpError(operation, undefined, `tcm ${operation} ${label}: the response (HTTP ${status}) is larger than maxResponseBytes (${this.maxResponseBytes} bytes); not read on. Raise maxResponseBytes in the tcm source config if such answers are expected`);
   }
 
   /** A short, single-line excerpt of a response body with every secret removed. */
@@ -290,7 +385,52 @@ export class TcmClient {
   }
 }
 
-type SendResult = { kind: 'response'; status: number; text: string; retryAfterMs: number | undefined } | { kind: 'network'; reason: string };
+type SendResult =
+  | { kind: 'response'; status: number; text: string; retryAfterMs: number | undefined }
+  | { kind: 'redirect'; status: number; target: string }
+  | { kind: 'too-large'; status: number }
+  | { kind: 'network'; reason: string };
+
+function failureOf(result: Exclude<SendResult, { kind: 'too-large' }>): string {
+  if (result.kind === 'network') return `network error: ${result.reason}`;
+  if (result.kind === 'redirect') return `HTTP ${result.status} redirect to ${result.target} (not followed: the PAT and the session token go only to the configured url)`;
+  return `HTTP ${result.status}`;
+}
+
+/** Where a redirect points, as an origin (its path and query may carry anything). */
+function redirectTarget(location: string | null, base: string): string {
+  if (!location) return '(no Location)';
+  try {
+    const u = new URL(location, base);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? originOf(u) : `a ${u.protocol} URL`;
+  } catch {
+    return '(an invalid Location)';
+  }
+}
+
+/** The body as text, at most `limit` bytes; `truncated` when there was more (the rest is not read). */
+async function readCapped(res: Response, limit: number): Promise<{ text: string; truncated: boolean }> {
+  if (!res.body) return { text: '', truncated: false };
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.byteLength > limit) {
+      chunks.push(value.subarray(0, limit - size));
+      await reader.cancel().catch(() => undefined);
+      return { text: Buffer.concat(chunks).toString('utf8'), truncated: true };
+    }
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), truncated: false };
+}
+
+function headerValue(v: string | string[] | undefined): string | null {
+  return Array.isArray(v) ? (v[0] ?? null) : (v ?? null);
+}
 
 function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
@@ -363,16 +503,11 @@ function timedSignal(parent: AbortSignal, ms: number): { signal: AbortSignal; cl
   };
 }
 
-async function* emptyBody(): AsyncGenerator<Buffer> {
-  // a 2xx without a body: an empty object
-}
-
-async function* streamBody(body: ReadableStream<Uint8Array>, done: () => void): AsyncGenerator<Buffer> {
-  const readable = Readable.fromWeb(body as unknown as NodeReadableStream<Uint8Array>);
+async function* streamBody(res: http.IncomingMessage, done: () => void): AsyncGenerator<Buffer> {
   try {
-    for await (const chunk of readable) yield chunk as Buffer;
+    for await (const chunk of res) yield chunk as Buffer;
   } finally {
-    readable.destroy();
+    res.destroy();
     done();
   }
 }

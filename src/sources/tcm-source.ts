@@ -29,7 +29,8 @@ import type { SourceMetrics } from '../daemon/metrics.js';
 import type { Logger } from '../daemon/logger.js';
 import { durationSchema } from '../util/duration.js';
 import { parseObjectKey } from '../decoding/object-key.js';
-import { TcmClient, TcmHttpError, type TcmRetrySettings } from './tcm-client.js';
+import { DEFAULT_TCM_MAX_RESPONSE_BYTES, TcmClient, TcmHttpError, type TcmRetrySettings } from './tcm-client.js';
+import { DOWNLOAD_HOST_PATTERN, DownloadRefusedError } from './download-guard.js';
 
 export const DEFAULT_TCM_URL = 'https://cloudmanager.tableau.com';
 const HOUR_MS = 3_600_000;
@@ -100,6 +101,13 @@ export const tcmSourceConfigSchema = z
     overlap: durationSchema.default(15 * 60_000),
     /** Listing stops after the window in which this many files were listed (a backlog is read in parts). */
     maxFilesPerPoll: z.number().int().positive().default(10_000),
+    /**
+     * Download hosts trusted although they resolve to non-public addresses (loopback, private,
+     * link-local…), e.g. an S3 VPC endpoint: `host`, `host:port` or `*.suffix`. Default none.
+     */
+    downloadHosts: z.array(z.string().regex(DOWNLOAD_HOST_PATTERN, 'a host, host:port or *.suffix')).default([]),
+    /** Largest TCM API response read (listings, URL batches, sign-in), in bytes. */
+    maxResponseBytes: z.number().int().min(1024).default(DEFAULT_TCM_MAX_RESPONSE_BYTES),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -174,7 +182,13 @@ export class TcmSource implements Source {
       metrics: ctx.metrics,
       log: this.log,
       ...(ctx.retry ? { retry: ctx.retry } : {}),
+      maxResponseBytes: config.maxResponseBytes,
+      downloadHosts: config.downloadHosts,
     });
+  }
+
+  async close(): Promise<void> {
+    this.client.close();
   }
 
   /** The last listing was cut short by maxFilesPerPoll: the pipeline lists again right away. */
@@ -367,15 +381,30 @@ export class TcmSource implements Source {
     };
   }
 
-  /** Download one file; a URL the storage host refuses (expired) is replaced by a fresh one. */
+  /**
+   * Download one file; a URL the storage host refuses (expired) is replaced by a fresh one. A
+   * URL (or redirect hop) that download-guard.ts refuses is asked for again once; refused again,
+   * the error is permanent: the pipeline dead-letters the file with the reason.
+   */
   private async *open(scope: Scope, path: string, signal: AbortSignal): AsyncGenerator<Buffer> {
     let lastError: Error | undefined;
+    let fresh = false;
+    let refusedBefore = false;
     for (let attempt = 1; attempt <= URL_ATTEMPTS; attempt++) {
-      const url = await this.urlFor(scope, path, attempt > 1, signal);
+      const url = await this.urlFor(scope, path, fresh, signal);
+      fresh = true;
       let body: AsyncIterable<Buffer>;
       try {
         body = await this.client.download(url, path, signal);
       } catch (err) {
+        if (err instanceof DownloadRefusedError) {
+          this.urls.delete(path);
+          if (refusedBefore) throw new DownloadRefusedError(`download of ${path} refused twice (a new URL was asked for once): ${err.message}`);
+          refusedBefore = true;
+          attempt--; // not one of the URL_ATTEMPTS for expired URLs
+          this.log.warn({ object: path, reason: err.message }, 'download URL refused; asking the API for a new one');
+          continue;
+        }
         if (err instanceof TcmHttpError && err.operation === 'download' && err.status !== undefined && err.status >= 400 && err.status < 500) {
           this.urls.delete(path);
           lastError = err;

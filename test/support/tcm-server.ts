@@ -10,18 +10,24 @@
  *   `maxWindowMs` (7 days by default, as the real API) answer 400.
  * - `POST` the same path `{"files": [...]}` (≤ 100) → `{"files":[{path, url}]}`.
  * - `GET /storage/...?X-Amz-Signature=…` → the file's bytes (gzip files as stored, or with
- *   `Content-Encoding: gzip` when asked).
+ *   `Content-Encoding: gzip` when asked). With `separateStorage`, the storage (and `/redirect`)
+ *   listens on a second port, `storageUrl`: another origin than the API.
+ * - `GET /redirect?to=<url>` → 302 to that URL (a storage host that redirects).
+ * - `overrideDownloadUrl`: the URL the API hands out for a file (metadata endpoints, `data:`…).
  *
  * Failure modes for fault tests: sessions that expire after N calls, queued responses per kind
  * of request (429 with Retry-After, 5xx, …), download URLs refused on first use, page tokens under
  * `pageToken`, `nextPageToken` or alternating. Every request is recorded with its arrival time.
+ *
+ * `startTrapServer`: a host that must never be contacted, or never see a secret (the target of a
+ * redirect, a "metadata" endpoint): it records every connection and request, headers and body.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 
-export type TcmRequestKind = 'login' | 'sites' | 'list' | 'urls' | 'download' | 'other';
+export type TcmRequestKind = 'login' | 'sites' | 'list' | 'urls' | 'download' | 'redirect' | 'other';
 
 export interface TcmServerFile {
   /** Site id, or undefined for a tenant file. */
@@ -54,6 +60,8 @@ export interface TcmServerOptions {
   tokenKey?: 'pageToken' | 'nextPageToken' | 'alternate';
   /** List files available at exactly endTime too (so a file on a boundary shows up in two windows). */
   inclusiveEnd?: boolean;
+  /** Serve /storage and /redirect on a second port (`storageUrl`), not the API's. */
+  separateStorage?: boolean;
 }
 
 export interface TcmRequestRecord {
@@ -82,8 +90,13 @@ export interface QueuedTcmResponse {
   body?: string;
 }
 
+/** Rewrites the URL the API hands out for `path`; `issued` counts the URLs issued for it (1, 2, …). undefined: the signed URL. */
+export type DownloadUrlOverride = (path: string, issued: number, signedUrl: string) => string | undefined;
+
 export interface TcmServer {
   url: string;
+  /** Where the download URLs point: `url`, or the second port with `separateStorage`. */
+  storageUrl: string;
   options: Required<Omit<TcmServerOptions, 'sites'>> & { sites: string[] };
   requests: TcmRequestRecord[];
   publish(...files: TcmServerFile[]): void;
@@ -94,6 +107,7 @@ export interface TcmServer {
   respondNext(kind: TcmRequestKind, ...responses: QueuedTcmResponse[]): void;
   /** The first download of every file matching this answers 403 (an expired pre-signed URL). */
   refuseFirstDownload(match: (path: string) => boolean): void;
+  overrideDownloadUrl(fn: DownloadUrlOverride | null): void;
   logins(): number;
   close(): Promise<void>;
 }
@@ -127,6 +141,7 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
     maxWindowMs: 7 * DAY_MS,
     tokenKey: 'alternate' as const,
     inclusiveEnd: false,
+    separateStorage: false,
     ...opts,
     sites: opts.sites ?? [],
   };
@@ -137,9 +152,12 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
   const signatures = new Map<string, string>(); // signature → path
   const refusedOnce = new Set<string>();
   let refuseMatch: ((path: string) => boolean) | null = null;
+  let urlOverride: DownloadUrlOverride | null = null;
+  const issuedUrls = new Map<string, number>();
   let sessionCallLimit: number | null = null;
   let loginCount = 0;
   let baseUrl = '';
+  let storageBase = '';
 
   const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
     const text = JSON.stringify(body);
@@ -147,7 +165,7 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
     res.end(text);
   };
 
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse, port: 'api' | 'storage'): Promise<void> => {
     const at = performance.timeOrigin + performance.now();
     const raw = await readBody(req);
     const u = new URL(req.url ?? '/', 'http://127.0.0.1');
@@ -165,6 +183,7 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
     let scope: string | undefined;
     if (method === 'POST' && path === '/api/v1/pat/login') record.kind = 'login';
     else if (path.startsWith('/storage/')) record.kind = 'download';
+    else if (path === '/redirect') record.kind = 'redirect';
     else if (path === `${tenantPrefix}/sites` && method === 'GET') record.kind = 'sites';
     else {
       const m = /^\/api\/v1\/tenants\/([^/]+)(?:\/sites\/([^/]+))?\/activitylog$/.exec(path);
@@ -175,6 +194,12 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
         record.scope = scope;
         if (scope !== 'tenant' && !options.sites.includes(scope)) return answer(404, { message: `no site ${scope}` });
       }
+    }
+
+    const storageKind = record.kind === 'download' || record.kind === 'redirect';
+    if (options.separateStorage && storageKind !== (port === 'storage')) {
+      record.kind = 'other';
+      return answer(404, { message: `no route ${method} ${path} on this port` });
     }
 
     if (record.kind === 'list') {
@@ -205,6 +230,13 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
       const expiresAt = Date.now() + options.sessionTtlMs;
       sessions.set(sessionToken, { expiresAt, calls: 0 });
       return answer(200, { sessionToken, userId: randomUUID(), tenantId: options.tenantId, sessionExpiration: new Date(expiresAt).toISOString() });
+    }
+
+    if (record.kind === 'redirect') {
+      record.status = 302;
+      res.writeHead(302, { location: query.to ?? '/' });
+      res.end();
+      return;
     }
 
     if (record.kind === 'download') {
@@ -301,30 +333,30 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
       if (!f) return answer(404, { message: `no file ${p}` });
       const sig = randomBytes(16).toString('hex');
       signatures.set(sig, p);
-      out.push({ path: p, url: `${baseUrl}/storage/${encodeURIComponent(p)}?X-Amz-Expires=300&X-Amz-Signature=${sig}` });
+      const signed = `${storageBase}/storage/${encodeURIComponent(p)}?X-Amz-Expires=300&X-Amz-Signature=${sig}`;
+      const issued = (issuedUrls.get(p) ?? 0) + 1;
+      issuedUrls.set(p, issued);
+      out.push({ path: p, url: urlOverride?.(p, issued, signed) ?? signed });
     }
     return answer(200, { files: out });
   };
 
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
+  const listener = (port: 'api' | 'storage') => (req: http.IncomingMessage, res: http.ServerResponse) => {
+    handle(req, res, port).catch((e: unknown) => {
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'text/plain' });
         res.end(String(e));
       }
     });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  const server = http.createServer(listener('api'));
+  baseUrl = await listenLoopback(server);
+  const storage = options.separateStorage ? http.createServer(listener('storage')) : null;
+  storageBase = storage ? await listenLoopback(storage) : baseUrl;
 
   return {
     url: baseUrl,
+    storageUrl: storageBase,
     options,
     requests,
     publish: (...files) => {
@@ -343,11 +375,76 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
     refuseFirstDownload: (match) => {
       refuseMatch = match;
     },
+    overrideDownloadUrl: (fn) => {
+      urlOverride = fn;
+    },
     logins: () => loginCount,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: async () => {
+      await closeServer(server);
+      if (storage) await closeServer(storage);
+    },
   };
+}
+
+function listenLoopback(server: http.Server): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    });
+  });
+}
+
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+export interface TrapRequest {
+  method: string;
+  /** Path and query as received. */
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+export interface TrapServer {
+  url: string;
+  /** TCP connections accepted (a refused download must not even connect). */
+  connections: number;
+  requests: TrapRequest[];
+  /** Whether any request carried one of these strings in its URL, headers or body. */
+  saw(...secrets: string[]): boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * A host on 127.0.0.1 that records everything it gets: where a redirect points, or a stand-in
+ * for a cloud metadata endpoint. It answers like one (200, credentials-shaped JSON), so a client
+ * that does fetch from it gets something to pass on.
+ */
+export async function startTrapServer(): Promise<TrapServer> {
+  const trap: TrapServer = {
+    url: '',
+    connections: 0,
+    requests: [],
+    saw: (...secrets) =>
+      trap.requests.some((r) => secrets.some((s) => s !== '' && (r.url.includes(s) || r.body.includes(s) || JSON.stringify(r.headers).includes(s)))),
+    close: async () => closeServer(server),
+  };
+  const server = http.createServer((req, res) => {
+    readBody(req)
+      .then((body) => {
+        trap.requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: body.toString('utf8') });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ Code: 'Success', AccessKeyId: 'ASIATRAPTRAPTRAP', SecretAccessKey: 'trap-metadata-secret', Token: 'trap-session' }) + '\n');
+      })
+      .catch(() => res.destroy());
+  });
+  server.on('connection', () => trap.connections++);
+  trap.url = await listenLoopback(server);
+  return trap;
 }
