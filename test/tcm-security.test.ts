@@ -16,11 +16,14 @@ import { describe, it, expect, beforeEach, afterEach } from 'vitest';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startTcmServer, startTrapServer, type TcmServer, type TrapServer } from './support/tcm-server.js';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { runCli } from './support/cli-process.js';
 import { tempDir } from './support/activity-fixtures.js';
 import { TcmSource, tcmSourceConfigSchema } from '../src/sources/tcm-source.js';
+import { TcmClient, MAX_DOWNLOAD_REDIRECTS } from '../src/sources/tcm-client.js';
 import { DownloadPolicy, DownloadRefusedError, refusedAddress } from '../src/sources/download-guard.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
 import type { SourceObject } from '../src/sources/source.js';
@@ -247,6 +250,32 @@ describe('tcm source in process: redirects, response size, download URLs', () =>
     expect(server.requests.filter((r) => r.kind === 'redirect')).toHaveLength(3); // hopAlways twice, hopOnce once
     expect(trap.connections).toBe(0);
     expect(trap.requests).toEqual([]);
+  });
+
+  it('a download follows at most MAX_DOWNLOAD_REDIRECTS hops, and one whose headers never come times out and is retried', async () => {
+    const client = new TcmClient({ baseUrl: server.url, tenantId: TENANT, readPat: async () => PAT, maxRequestsPerSecond: 500, metrics, log: silentLogger(), retry: { ...FAST_RETRY, maxAttempts: 2 }, requestTimeoutMs: 300 });
+    const chain = (hops: number): string => {
+      let url = `${server.url}/storage/none?X-Amz-Signature=nothing`;
+      for (let i = 0; i < hops; i++) url = `${server.url}/redirect?to=${encodeURIComponent(url)}`;
+      return url;
+    };
+    const signal = new AbortController().signal;
+    await expect(client.download(chain(MAX_DOWNLOAD_REDIRECTS + 1), 'f', signal)).rejects.toThrow(new RegExp(`download of f refused: more than ${MAX_DOWNLOAD_REDIRECTS} redirects`));
+    expect(server.requests.filter((r) => r.kind === 'redirect')).toHaveLength(MAX_DOWNLOAD_REDIRECTS + 1);
+    // within the limit the chain is followed to its end (here an unknown signature: 403)
+    await expect(client.download(chain(MAX_DOWNLOAD_REDIRECTS), 'f', signal)).rejects.toMatchObject({ operation: 'download', status: 403 });
+
+    const silent = http.createServer(() => undefined); // accepts, never answers
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    let seen = 0;
+    silent.on('request', () => seen++);
+    const slow = new TcmClient({ baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, tenantId: TENANT, readPat: async () => PAT, maxRequestsPerSecond: 500, metrics, log: silentLogger(), retry: { ...FAST_RETRY, maxAttempts: 2 }, requestTimeoutMs: 300 });
+    await expect(slow.download(`http://127.0.0.1:${(silent.address() as AddressInfo).port}/storage/x`, 'f', signal)).rejects.toThrow(/download of f failed after 2 attempts: network error: timed out/);
+    expect(seen).toBe(2);
+    slow.close();
+    client.close();
+    silent.closeAllConnections();
+    await new Promise<void>((r) => silent.close(() => r()));
   });
 
   it('downloadHosts lets a trusted loopback storage host through (and redirect hops to it); without it the same URLs are refused', async () => {

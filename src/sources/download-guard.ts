@@ -174,10 +174,15 @@ export class DownloadPolicy {
 
   constructor(tcmUrl: string, downloadHosts: readonly string[] = []) {
     this.rules = downloadHosts.map(parseRule);
-    const tcm = new URL(tcmUrl);
-    this.allowHttp = isLoopbackHost(tcm.hostname);
+    let tcm: URL | undefined;
+    try {
+      tcm = new URL(tcmUrl);
+    } catch {
+      tcm = undefined; // no exceptions for a url that does not parse (its API calls fail anyway)
+    }
+    this.allowHttp = tcm !== undefined && isLoopbackHost(tcm.hostname);
     // The loopback TCM server's own origin (its storage route in tests): the host we already trust with the PAT.
-    if (this.allowHttp) this.rules.push({ host: hostOf(tcm), wildcard: false, port: portOf(tcm) });
+    if (tcm && this.allowHttp) this.rules.push({ host: hostOf(tcm), wildcard: false, port: portOf(tcm) });
   }
 
   /**

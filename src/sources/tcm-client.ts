@@ -468,7 +468,7 @@ function parseJson(operation: TcmOperation, label: string, text: string): unknow
 
 function describeNetworkError(err: unknown): string {
   const e = err as Error & { cause?: { code?: string; message?: string } };
-  if (e?.name === 'TimeoutError' || (e as { code?: string })?.code === 'TCM_TIMEOUT') return 'timed out';
+  if (e?.name === 'TimeoutError' || (e as { code?: string })?.code === 'TCM_TIMEOUT' || e?.cause?.code === 'TCM_TIMEOUT') return 'timed out';
   const cause = e?.cause;
   if (cause?.code) return `${e.message} (${cause.code})`;
   return e?.message ?? String(err);
