@@ -253,7 +253,7 @@ describe('tcm source in process: redirects, response size, download URLs', () =>
   });
 
   it('a download follows at most MAX_DOWNLOAD_REDIRECTS hops, and one whose headers never come times out and is retried', async () => {
-    const client = new TcmClient({ baseUrl: server.url, tenantId: TENANT, readPat: async () => PAT, maxRequestsPerSecond: 500, metrics, log: silentLogger(), retry: { ...FAST_RETRY, maxAttempts: 2 }, requestTimeoutMs: 300 });
+    const client = new TcmClient({ baseUrl: server.url, tenantId: TENANT, readPat: async () => PAT, maxRequestsPerSecond: 500, metrics, log: silentLogger(), retry: { ...FAST_RETRY, maxAttempts: 2 } });
     const chain = (hops: number): string => {
       let url = `${server.url}/storage/none?X-Amz-Signature=nothing`;
       for (let i = 0; i < hops; i++) url = `${server.url}/redirect?to=${encodeURIComponent(url)}`;
