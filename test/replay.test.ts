@@ -161,7 +161,7 @@ describe('replay of a batch a destination rejected', () => {
     expect(readFileSync(join(deadLetterDir(state), 'replayed.ndjson'), 'utf8')).toMatch(/"destination":"main"/);
   });
 
-  it('a batch letter with its records (at fault only) sends exactly those, under their uids', async () => {
+  it('a batch letter with its records (at fault only) sends exactly those, under their uids, once', async () => {
     const main = await receiver();
     const logs = join(work, 'logs');
     const state = join(work, 'state');
@@ -182,16 +182,27 @@ describe('replay of a batch a destination rejected', () => {
         { object: key, uidPrefix: 'feedfacefeedfacefeedface', line: 3, raw: record(3) },
       ],
     };
-    writeFileSync(join(deadLetterDir(state), '2026-11-30.ndjson'), JSON.stringify(letter) + '\n');
+    // the same batch rejected a second time after a crash re-read it: a second letter with the same records
+    const copy = { ...letter, time: '2026-11-30T09:05:00.000Z' };
+    writeFileSync(join(deadLetterDir(state), '2026-11-30.ndjson'), JSON.stringify(letter) + '\n' + JSON.stringify(copy) + '\n');
     const res = await runCli(['replay', '--config', config]);
     expect(res.code, res.stdout + res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/2 dead letters selected \(0 line, 2 batch\), 1 of them replayed before/);
     const got = main.records();
     expect(got.map(seqOf).sort()).toEqual([2, 3]);
     expect(got.map(uidOf).sort()).toEqual(['feedfacefeedfacefeedface:2', 'feedfacefeedfacefeedface:3']);
     expect(got[0]!.eventName).toBe('tableau.hist_access_view');
+
+    // a record of what was sent torn by a crash while it was written: cut off, the rest still holds
+    const replayedFile = join(deadLetterDir(state), 'replayed.ndjson');
+    appendFileSync(replayedFile, '{"kind":"replayed","letter":"0123');
     const second = await runCli(['replay', '--config', config]);
-    expect(second.code).toBe(0);
+    expect(second.code, second.stdout + second.stderr).toBe(0);
+    expect(second.stdout).toMatch(/2 of them replayed before/);
     expect(main.requests.length).toBe(1);
+    const text = readFileSync(replayedFile, 'utf8');
+    expect(text.endsWith('\n')).toBe(true);
+    expect(text).not.toContain('"letter":"0123');
   });
 });
 
@@ -281,6 +292,35 @@ describe('replay of line letters', () => {
     expect(again.code).toBe(1);
     expect(again.stdout).toMatch(/2 dead letters selected/);
     expect(main.records().map(seqOf).sort()).toEqual([100, 101, 200, 201]);
+  });
+
+  it('a line letter goes to every destination; one that rejects it gets it at the next replay, the other not again', async () => {
+    const main = await receiver();
+    const backup = await receiver();
+    const logs = join(work, 'logs');
+    const state = join(work, 'state');
+    mkdirSync(logs, { recursive: true });
+    const config = writeConfig('config', logs, state, [
+      { type: 'otlp', name: 'main', endpoint: main.url },
+      { type: 'otlp', name: 'backup', endpoint: backup.url, protocol: 'http/json' },
+    ]);
+    const key = `pod=prod-a/siteLuid=${SITE}/y=2026/m=11/d=29/h=03/eventType=hist_access_view/one.txt`;
+    mkdirSync(deadLetterDir(state), { recursive: true });
+    writeFileSync(
+      join(deadLetterDir(state), '2026-11-30.ndjson'),
+      JSON.stringify({ time: '2026-11-30T10:00:00.000Z', kind: 'line', source: `directory:${logs}`, object: key, line: 5, reason: 'cannot map this line (an error in the connector, please report it): TypeError: boom', raw: record(500), uidPrefix: prefixOf(key) }) + '\n',
+    );
+    backup.respondNext({ status: 400, body: 'no' });
+    const first = await runCli(['replay', '--config', config]);
+    expect(first.code).toBe(1);
+    expect(first.stdout).toMatch(/→ backup: rejected again \(HTTP 400\)/);
+    expect(main.records().map(uidOf)).toEqual([`${prefixOf(key)}:5`]);
+    expect(backup.records().length).toBe(0);
+    const second = await runCli(['replay', '--config', config]);
+    expect(second.code, second.stdout + second.stderr).toBe(0);
+    expect(backup.records().map(uidOf)).toEqual([`${prefixOf(key)}:5`]);
+    expect(backup.requests.at(-1)!.contentType).toMatch(/json/);
+    expect(main.requests.length).toBe(1);
   });
 
   it('refuses what it cannot send under the same uid, naming the letter, and bad arguments', async () => {

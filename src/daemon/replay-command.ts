@@ -352,6 +352,8 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
   replayed.load();
   const signal = options.signal ?? new AbortController().signal;
   const groups = new Map<string, Group>();
+  /** `<destination>\n<uidPrefix>:<line>` of the records taken on in this run: a record is sent once per run. */
+  const queued = new Set<string>();
 
   const flush = async (key: string): Promise<void> => {
     const g = groups.get(key);
@@ -418,8 +420,13 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
           for (const d of to) {
             const row = report.row(letter.kind, label, d);
             row.records++;
-            if (replayed.isDone(stored.id, d, index)) row.already++;
-            else left.push(d);
+            const identity = `${d}\n${r.uidPrefix}:${r.line}`;
+            // replayed before, from this letter or another holding the same record (a crash re-read its object), or queued in this run
+            if (replayed.isDone(stored.id, d, index) || replayed.hasRecord(d, `${r.uidPrefix}:${r.line}`) || queued.has(identity)) row.already++;
+            else {
+              left.push(d);
+              queued.add(identity);
+            }
           }
           if (left.length === 0) return;
           pending++;
@@ -527,14 +534,17 @@ async function sendGroup(g: Group, ctx: SendContext): Promise<void> {
           }
         }
         // acknowledged (or nothing to send: every record dropped by the overrides): recorded before the next send
-        const byLetter = new Map<string, { letter: string; destination: string; items: number[]; file: string; line: number }>();
+        const byLetter = new Map<string, { letter: string; destination: string; items: number[]; records: string[]; file: string; line: number }>();
+        const accepted = new Set(sendable);
         for (const it of [...sendable, ...skippedLines]) {
           let e = byLetter.get(it.letter.id);
           if (!e) {
-            e = { letter: it.letter.id, destination: name, items: [], file: basename(it.letter.file), line: it.letter.line };
+            e = { letter: it.letter.id, destination: name, items: [], records: [], file: basename(it.letter.file), line: it.letter.line };
             byLetter.set(it.letter.id, e);
           }
           e.items.push(it.index);
+          // (a skipped line is done for this letter only: it may be a record another letter holds)
+          if (accepted.has(it)) e.records.push(`${it.uidPrefix}:${it.line}`);
         }
         try {
           ctx.replayed.record([...byLetter.values()]);

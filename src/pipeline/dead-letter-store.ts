@@ -191,6 +191,8 @@ export interface ReplayedEntry {
   destination: string;
   /** Indexes of the letter's records (a line letter has one, 0). */
   items: number[];
+  /** The same records by their identity, `<uidPrefix>:<line>` (a record two letters hold, after a crash re-read it, is sent once). */
+  records: string[];
   /** Where the letter is (file name in the dead-letter folder, 1-based line), for a person reading. */
   file: string;
   line: number;
@@ -207,6 +209,7 @@ export const REPLAYED_FILE = 'replayed.ndjson';
  */
 export class ReplayRecordStore {
   private readonly done = new Map<string, Set<number>>();
+  private readonly records = new Map<string, Set<string>>();
   private fd: number | null = null;
   readonly file: string;
 
@@ -239,7 +242,22 @@ export class ReplayRecordStore {
       if (typeof e.letter !== 'string' || typeof e.destination !== 'string' || !Array.isArray(e.items)) continue;
       const set = this.setOf(e.letter, e.destination);
       for (const i of e.items) if (typeof i === 'number') set.add(i);
+      if (Array.isArray(e.records)) for (const r of e.records) if (typeof r === 'string') this.recordsOf(e.destination).add(r);
     }
+  }
+
+  private recordsOf(destination: string): Set<string> {
+    let set = this.records.get(destination);
+    if (!set) {
+      set = new Set();
+      this.records.set(destination, set);
+    }
+    return set;
+  }
+
+  /** Whether a record (`<uidPrefix>:<line>`) was replayed to this destination, from whichever letter. */
+  hasRecord(destination: string, record: string): boolean {
+    return this.records.get(destination)?.has(record) ?? false;
   }
 
   private setOf(letter: string, destination: string): Set<number> {
@@ -283,6 +301,7 @@ export class ReplayRecordStore {
     for (const e of entries) {
       const set = this.setOf(e.letter, e.destination);
       for (const i of e.items) set.add(i);
+      for (const r of e.records) this.recordsOf(e.destination).add(r);
     }
   }
 
