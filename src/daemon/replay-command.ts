@@ -415,7 +415,8 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
           continue;
         }
         let pending = 0;
-        records.forEach((r, index) => {
+        for (let index = 0; index < records.length; index++) {
+          const r = records[index]!;
           const left: string[] = [];
           for (const d of to) {
             const row = report.row(letter.kind, label, d);
@@ -428,7 +429,7 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
               queued.add(identity);
             }
           }
-          if (left.length === 0) return;
+          if (left.length === 0) continue;
           pending++;
           const key = left.join('\u0000');
           let g = groups.get(key);
@@ -438,9 +439,10 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
           }
           g.items.push({ letter: { file: stored.file, line: stored.line, id: stored.id }, kind: letter.kind, label, index, ...r, targets: left });
           g.bytes += r.raw.length;
-        });
+          // a batch as `run` makes them: at most batchSize records, about maxBatchBytes
+          if (g.items.length >= settings.batchSize || g.bytes >= settings.maxBatchBytes) await flush(key);
+        }
         if (pending === 0) report.alreadyLetters++;
-        for (const [key, g] of [...groups]) if (g.items.length >= settings.batchSize || g.bytes >= settings.maxBatchBytes) await flush(key);
       }
       if (signal.aborted) break;
     }
