@@ -129,6 +129,7 @@ describe('replay of a batch a destination rejected', () => {
     expect(again.code).toBe(1);
     expect(again.stdout).toMatch(/rejected again \(HTTP 400\)/);
     expect(again.stdout).toMatch(/\d{4}-\d{2}-\d{2}\.ndjson:1 \(20 records\) → main/);
+    expect(again.stdout).toMatch(/still invalid, you sent \[redacted\]/);
     expect(again.stdout + again.stderr).not.toContain('replay-test-token-7f3a9c21');
     expect(main.records().length).toBe(40);
     expect(main.requests.length).toBe(mainRequests + 1);
