@@ -9,7 +9,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, write
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedLogRecord } from './support/otlp-receiver.js';
-import { runCli } from './support/cli-process.js';
+import { killMidRun, runCli } from './support/cli-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 
 const SITE = 'b3a1c7e0-1111-4a2b-9c3d-000000000001';
@@ -204,6 +204,44 @@ describe('replay of a batch a destination rejected', () => {
     const text = readFileSync(replayedFile, 'utf8');
     expect(text.endsWith('\n')).toBe(true);
     expect(text).not.toContain('"letter":"0123');
+  });
+});
+
+describe('replay killed with kill -9', () => {
+  it('what was acknowledged before the kill is not sent again; the rest is, once', async () => {
+    const main = await receiver();
+    const logs = join(work, 'logs');
+    const state = join(work, 'state');
+    mkdirSync(logs, { recursive: true });
+    const config = writeConfig('config', logs, state, [{ type: 'otlp', name: 'main', endpoint: main.url }]);
+    mkdirSync(deadLetterDir(state), { recursive: true });
+    const key = (n: number): string => `pod=prod-a/siteLuid=${SITE}/y=2026/m=11/d=29/h=04/eventType=hist_access_view/part-${n}.txt`;
+    const text: string[] = [];
+    for (let n = 0; n < 6; n++) {
+      const records = Array.from({ length: 10 }, (_, i) => ({ object: key(n), uidPrefix: prefixOf(key(n)), line: i + 1, raw: record(n * 10 + i) }));
+      text.push(JSON.stringify({ time: `2026-11-30T09:0${n}:00.000Z`, kind: 'batch', destination: 'main', reason: 'HTTP 400', status: 400, objects: [{ object: key(n), firstLine: 1, lastLine: 10 }], lines: records.map((r) => r.raw), records }) + '\n');
+    }
+    writeFileSync(join(deadLetterDir(state), '2026-11-30.ndjson'), text.join(''));
+    main.setDelay(400);
+    // batches of 20 records (two letters each): killed once two are acknowledged (the third takes 400 ms)
+    const killed = await killMidRun(['replay', '--config', config], { delivered: () => main.records().length, atLeast: 40, waitMs: 30_000, jitterMs: 300 });
+    expect(killed).toBe(true);
+    const beforeKill = main.records().length;
+    expect(beforeKill).toBeGreaterThanOrEqual(40);
+    expect(beforeKill).toBeLessThan(60);
+    main.setDelay(0);
+    const res = await runCli(['replay', '--config', config]);
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    const seqs = main.records().map(seqOf);
+    expect(new Set(seqs).size).toBe(60);
+    // at most the request in flight at the kill (acknowledged, not yet recorded) is sent twice
+    expect(seqs.length - 60).toBeLessThanOrEqual(20);
+    // the letters recorded before the kill are skipped: all that were acknowledged, but for the request in flight
+    const before = Number(/(\d+) of them replayed before/.exec(res.stdout)?.[1]);
+    expect(before).toBeGreaterThanOrEqual((beforeKill - 20) / 10);
+    expect(before).toBeLessThanOrEqual(beforeKill / 10);
+    expect(seqs.length - beforeKill).toBe(60 - before * 10);
+    for (const r of main.records()) expect(uidOf(r)).toBe(`${prefixOf(key(Math.floor(seqOf(r) / 10)))}:${(seqOf(r) % 10) + 1}`);
   });
 });
 
