@@ -160,7 +160,7 @@ describe('replay of a batch a destination rejected', () => {
     expect(second.stdout).toMatch(/1 of them replayed before/);
     expect(main.requests.length).toBe(mainRequests + 2);
     expect(readFileSync(join(deadLetterDir(state), 'replayed.ndjson'), 'utf8')).toMatch(/"destination":"main"/);
-  });
+  }, 240_000);
 
   it('a batch letter with its records (at fault only) sends exactly those, under their uids, once', async () => {
     const main = await receiver();
@@ -204,7 +204,7 @@ describe('replay of a batch a destination rejected', () => {
     const text = readFileSync(replayedFile, 'utf8');
     expect(text.endsWith('\n')).toBe(true);
     expect(text).not.toContain('"letter":"0123');
-  });
+  }, 240_000);
 });
 
 describe('replay killed with kill -9', () => {
@@ -222,9 +222,9 @@ describe('replay killed with kill -9', () => {
       text.push(JSON.stringify({ time: `2026-11-30T09:0${n}:00.000Z`, kind: 'batch', destination: 'main', reason: 'HTTP 400', status: 400, objects: [{ object: key(n), firstLine: 1, lastLine: 10 }], lines: records.map((r) => r.raw), records }) + '\n');
     }
     writeFileSync(join(deadLetterDir(state), '2026-11-30.ndjson'), text.join(''));
-    main.setDelay(400);
-    // batches of 20 records (two letters each): killed once two are acknowledged (the third takes 400 ms)
-    const killed = await killMidRun(['replay', '--config', config], { delivered: () => main.records().length, atLeast: 40, waitMs: 30_000, jitterMs: 300 });
+    main.setDelay(1000);
+    // batches of 20 records (two letters each): killed once two are acknowledged (the third takes a second)
+    const killed = await killMidRun(['replay', '--config', config], { delivered: () => main.records().length, atLeast: 40, waitMs: 60_000, jitterMs: 200 });
     expect(killed).toBe(true);
     const beforeKill = main.records().length;
     expect(beforeKill).toBeGreaterThanOrEqual(40);
@@ -242,7 +242,7 @@ describe('replay killed with kill -9', () => {
     expect(before).toBeLessThanOrEqual(beforeKill / 10);
     expect(seqs.length - beforeKill).toBe(60 - before * 10);
     for (const r of main.records()) expect(uidOf(r)).toBe(`${prefixOf(key(Math.floor(seqOf(r) / 10)))}:${(seqOf(r) % 10) + 1}`);
-  });
+  }, 240_000);
 });
 
 describe('replay of line letters', () => {
@@ -331,7 +331,7 @@ describe('replay of line letters', () => {
     expect(again.code).toBe(1);
     expect(again.stdout).toMatch(/2 dead letters selected/);
     expect(main.records().map(seqOf).sort()).toEqual([100, 101, 200, 201]);
-  });
+  }, 240_000);
 
   it('a line letter goes to every destination; one that rejects it gets it at the next replay, the other not again', async () => {
     const main = await receiver();
@@ -360,7 +360,7 @@ describe('replay of line letters', () => {
     expect(backup.records().map(uidOf)).toEqual([`${prefixOf(key)}:5`]);
     expect(backup.requests.at(-1)!.contentType).toMatch(/json/);
     expect(main.requests.length).toBe(1);
-  });
+  }, 240_000);
 
   it('refuses what it cannot send under the same uid, naming the letter, and bad arguments', async () => {
     const main = await receiver();
@@ -411,5 +411,5 @@ describe('replay of line letters', () => {
       expect(bad.stderr).toMatch(message);
     }
     expect(main.records().length).toBe(1);
-  });
+  }, 240_000);
 });
