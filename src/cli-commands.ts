@@ -1,10 +1,12 @@
-/** tableau-activity-otel's commands (run, map, validate), loaded by cli.ts. */
+/** tableau-activity-otel's commands (run, map, validate, replay), loaded by cli.ts. */
 import { Command, Option } from 'commander';
 import { createLogger } from './daemon/logger.js';
 import { loadConfig, parseConfig, type LoadedConfig } from './daemon/config.js';
 import { runCommand, EXIT_CONFIG } from './daemon/run-command.js';
 import { mapCommand } from './daemon/map-command.js';
 import { validateCommand } from './daemon/validate-command.js';
+import { replayCommand, ReplayUsageError, EXIT_REPLAY_USAGE } from './daemon/replay-command.js';
+import { scrubSecrets } from './daemon/secrets.js';
 import { parseDuration } from './util/duration.js';
 import { parseListenAddress } from './daemon/http-server.js';
 import { stringify } from 'yaml';
@@ -138,6 +140,58 @@ program
     } catch (err) {
       process.stderr.write(`${(err as Error).message}\n`);
       process.exitCode = EXIT_CONFIG;
+    }
+  });
+
+program
+  .command('replay')
+  .description("send a tenant's dead letters again (same log.record.uid); what was sent is recorded, so nothing is sent twice")
+  .requiredOption('-c, --config <file>', 'configuration file (YAML)')
+  .option('--tenant <id>', 'only this tenant (default: every tenant of the config)')
+  .option('--reason <text>', 'only letters whose reason contains this (case-insensitive), or matches /regex/flags')
+  .option('--since <time>', 'only letters written at or after this time (ISO 8601, or a duration ago: 2h, 1d)')
+  .option('--until <time>', 'only letters written before this time')
+  .option('--destination <name>', "send to this destination only (line letters, and batch letters it rejected or whose destination is gone)")
+  .option('--dry-run', 'map the letters and print what would be sent, per kind, reason and destination; send nothing')
+  .option('--retry-for <duration>', 'how long one request is retried before its destination counts as unreachable (default: pipeline.retryFor, else 5m)')
+  .action(async (flags: { config: string; tenant?: string; reason?: string; since?: string; until?: string; destination?: string; dryRun?: boolean; retryFor?: string }) => {
+    const log = createLogger();
+    const abort = new AbortController();
+    const onSignal = (): void => abort.abort();
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    try {
+      const retryForMs = flags.retryFor === undefined ? undefined : parseDuration(flags.retryFor);
+      if (flags.retryFor !== undefined && retryForMs === undefined) throw new ReplayUsageError(`--retry-for: not a duration: ${flags.retryFor}`);
+      const loaded = loadConfig(flags.config);
+      // a destination writing to stdout gets stdout to itself: the report goes to stderr then
+      const toStdout = loaded.config.tenants.some((t) => t.destinations.some((d) => d.type === 'file' && d.path === '-'));
+      const out = (text: string): void => void (toStdout ? process.stderr : process.stdout).write(text);
+      process.exitCode = await replayCommand(
+        loaded,
+        {
+          dryRun: !!flags.dryRun,
+          signal: abort.signal,
+          ...(flags.tenant !== undefined ? { tenant: flags.tenant } : {}),
+          ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+          ...(flags.since !== undefined ? { since: flags.since } : {}),
+          ...(flags.until !== undefined ? { until: flags.until } : {}),
+          ...(flags.destination !== undefined ? { destination: flags.destination } : {}),
+          ...(retryForMs !== undefined ? { retryForMs } : {}),
+        },
+        out,
+        log,
+      );
+    } catch (err) {
+      if (err instanceof Error && (err instanceof ReplayUsageError || err.name === 'FileError' || err.name === 'CatalogError' || err.name === 'DestinationConfigError')) {
+        process.stderr.write(scrubSecrets(`${err.message}\n`));
+        process.exitCode = EXIT_REPLAY_USAGE;
+        return;
+      }
+      throw err;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     }
   });
 

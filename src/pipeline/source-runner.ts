@@ -419,7 +419,7 @@ export class SourceRunner {
         for await (const item of chunks) {
           if (item.kind === 'oversize') {
             const o = item.oversize;
-            await this.deadLetterLine(obj.key, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head);
+            await this.deadLetterLine(obj.key, uidPrefix, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head);
             tracker.settle(tracker.add(o.line));
             lastLine = o.line;
           } else {
@@ -437,7 +437,7 @@ export class SourceRunner {
         const message = (err as Error).message;
         if (isPermanentReadError(err)) {
           this.log.error({ object: obj.key, line: lastLine + 1, err: message }, 'object unreadable; the rest of it is dead-lettered');
-          await this.deadLetterLine(obj.key, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '');
+          await this.deadLetterLine(obj.key, uidPrefix, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '');
           break;
         }
         if (attempt < settings.objectReadAttempts) {
@@ -466,9 +466,10 @@ export class SourceRunner {
     if (b.lines >= this.ctx.settings.batchSize || b.bytes >= this.ctx.settings.maxBatchBytes) await this.dispatch();
   }
 
-  private async deadLetterLine(object: string, line: number, reason: string, raw: string): Promise<void> {
+  private async deadLetterLine(object: string, uidPrefix: string, line: number, reason: string, raw: string): Promise<void> {
     const { stats, metrics, tenantId } = this.ctx;
-    await this.writeDeadLetter({ kind: 'line', source: this.source.id, object, line, reason, raw });
+    // with the object's uid prefix, so that `replay` sends the line under the same log.record.uid
+    await this.writeDeadLetter({ kind: 'line', source: this.source.id, object, line, reason, raw, uidPrefix });
     stats.deadLetteredLines++;
     metrics?.eventsDeadLettered.inc({ tenant: tenantId, source: this.source.id, reason: reasonLabel(reason) });
     if (stats.deadLetteredLines <= 100 || stats.deadLetteredLines % 1000 === 0) {
@@ -626,7 +627,7 @@ export class SourceRunner {
     this.progress.events += result.linesRead;
     stats.recordsMapped += result.records;
     metrics?.eventsRead.inc({ tenant: tenantId, source: this.source.id }, result.linesRead);
-    for (const dl of result.deadLetters) await this.deadLetterLine(b.refs[dl.segment]!.key, dl.line, dl.reason, dl.raw);
+    for (const dl of result.deadLetters) await this.deadLetterLine(b.refs[dl.segment]!.key, b.segments[dl.segment]!.uidPrefix, dl.line, dl.reason, dl.raw);
     for (const [type, n] of Object.entries(result.droppedByType)) {
       stats.droppedByOverride += n;
       metrics?.eventsDroppedByOverride.inc({ tenant: tenantId, event_type: type }, n);

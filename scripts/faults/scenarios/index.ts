@@ -7,5 +7,23 @@ import { diskFull } from './disk-full.js';
 import { badInput } from './bad-input.js';
 import { securitySecrets, securityTls, securityTenants, securityPaths } from './security.js';
 import { securityTcmRedirect, securitySsrf } from './security-tcm.js';
+import { replay } from './replay.js';
 
-export const SCENARIOS: Scenario[] = [kill9, destinationDown, destination429, destinationSlow, s3Restart, s3Resets, s3Throttle, diskFull, badInput, securitySecrets, securityTls, securityTenants, securityPaths, securityTcmRedirect, securitySsrf];
+export const SCENARIOS: Scenario[] = [
+  kill9,
+  destinationDown,
+  destination429,
+  destinationSlow,
+  s3Restart,
+  s3Resets,
+  s3Throttle,
+  diskFull,
+  badInput,
+  securitySecrets,
+  securityTls,
+  securityTenants,
+  securityPaths,
+  securityTcmRedirect,
+  securitySsrf,
+  replay,
+];
