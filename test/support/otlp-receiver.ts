@@ -240,7 +240,7 @@ export interface OtlpReceiver {
   /** Answer 413 to a request whose body (as received) is larger than this (null: no limit), like a proxy's body size limit. */
   setMaxBodyBytes(bytes: number | null): void;
   /** Answer a request holding a record that matches with `status` (default 400) until cleared (null): a receiver refusing bad records. */
-  rejectRecords(match: ((r: ReceivedLogRecord) => boolean) | null, status?: number): void;
+  rejectRecords(match: ((r: ReceivedLogRecord) => boolean) | null, status?: number, body?: string): void;
   waitForRecords(count: number, timeoutMs?: number): Promise<ReceivedLogRecord[]>;
   close(): Promise<void>;
 }
@@ -506,7 +506,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   let delayMs = 0;
   let forcedStatus: number | null = null;
   let maxBodyBytes: number | null = null;
-  let rejectMatch: { match: (r: ReceivedLogRecord) => boolean; status: number } | null = null;
+  let rejectMatch: { match: (r: ReceivedLogRecord) => boolean; status: number; body: string } | null = null;
   const timers = new Set<NodeJS.Timeout>();
   const waiters = new Set<() => void>();
   let closed = false;
@@ -573,7 +573,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         respHeaders['Content-Type'] = 'text/plain';
       } else if (rejectMatch && records.some(rejectMatch.match)) {
         status = rejectMatch.status;
-        respBody = 'a record is refused';
+        respBody = rejectMatch.body;
         respHeaders['Content-Type'] = 'text/plain';
       }
     }
@@ -647,8 +647,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     setMaxBodyBytes: (bytes) => {
       maxBodyBytes = bytes;
     },
-    rejectRecords: (match, status = 400) => {
-      rejectMatch = match ? { match, status } : null;
+    rejectRecords: (match, status = 400, body = 'a record is refused') => {
+      rejectMatch = match ? { match, status, body } : null;
     },
     waitForRecords: (count, timeoutMs = 10_000) =>
       new Promise<ReceivedLogRecord[]>((resolve, reject) => {
