@@ -106,6 +106,9 @@ describe('fan-out to several destinations', () => {
     }
     const ddCounts = counts(ddSeqs());
     expect(ddSeqs().length).toBe(197);
+    // exported = accepted by every destination: the 3 records datadog refused are not counted
+    const summary = res.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'run --once finished');
+    expect(summary).toMatchObject({ exported: 197 });
     for (const s of all) expect(ddCounts.get(s)).toBe(refused.has(s) ? undefined : 1);
     const dir = join(work, 'state', 'acme', 'dead-letter');
     const letters = existsSync(dir) ? readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), 'utf8').trim().split('\n')).map((l) => JSON.parse(l)) : [];
