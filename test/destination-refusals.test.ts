@@ -15,6 +15,9 @@ import { answerClass, classifyHttpAnswer } from '../src/export/http-answers.js';
 import { deliver } from '../src/export/delivery.js';
 import { OtlpDestination, otlpDestinationConfigSchema } from '../src/export/otlp-destination.js';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
+import { startHecServer } from './support/hec-server.js';
+import { SplunkHecDestination } from '../src/export/splunk-hec/destination.js';
+import { splunkHecDestinationConfigSchema } from '../src/export/splunk-hec/config.js';
 import { runCli } from './support/cli-process.js';
 import { startDaemon, waitFor, metricValue, parseLogLines, type DaemonProcess } from './support/daemon-process.js';
 import { writeDirectoryTenantConfig } from './support/config-files.js';
@@ -107,6 +110,26 @@ describe('the HTTP client never follows a redirect', () => {
     r.setStatus(401);
     const gaveUp = await deliver(dest, new Uint8Array(0), 0, { ...policy, maxElapsedMs: 300 }, new AbortController().signal);
     expect(gaveUp).toMatchObject({ kind: 'gave-up', status: 401, lastReason: expect.stringMatching(/^HTTP 401/) });
+    await dest.shutdown();
+  });
+});
+
+describe("Splunk HEC's answers go through the same table", () => {
+  it('400 "Incorrect index" (code 7) holds and is retried; 400 "Invalid data format" (code 6) is a content rejection', async () => {
+    const hec = await startHecServer({ token: 'hec-token-for-the-table-test' });
+    closers.push(() => hec.close());
+    const dest = new SplunkHecDestination(splunkHecDestinationConfigSchema.parse({ type: 'splunk-hec', url: hec.url, tokenEnv: 'T', compression: 'none' }), { baseDir: '.', env: { T: 'hec-token-for-the-table-test' } });
+    const body = new TextEncoder().encode('{"event":{"event_name":"x"}}\n');
+    const policy = { initialDelayMs: 20, maxDelayMs: 50, maxElapsedMs: Infinity };
+    hec.respondNext({ status: 400, body: JSON.stringify({ text: 'Incorrect index', code: 7 }) }, { status: 400, body: JSON.stringify({ text: 'Incorrect index', code: 7 }) });
+    const seen: string[] = [];
+    const held = await deliver(dest, body, 1, policy, new AbortController().signal, { onRetry: (reason, _d, _a, o) => seen.push(`${o.kind}: ${reason}`) });
+    expect(held).toEqual({ kind: 'done', attempts: 3 });
+    expect(seen).toEqual([expect.stringMatching(/^hold: HTTP 400: Incorrect index \(HEC code 7\)/), expect.stringMatching(/^hold: /)]);
+    expect(hec.events).toHaveLength(1);
+    hec.respondNext({ status: 400, body: JSON.stringify({ text: 'Invalid data format', code: 6, 'invalid-event-number': 0 }) });
+    const rejected = await deliver(dest, body, 1, policy, new AbortController().signal);
+    expect(rejected).toMatchObject({ kind: 'rejected', attempts: 1, outcome: { status: 400, reason: 'HTTP 400: Invalid data format (HEC code 6)', response: expect.stringContaining('invalid-event-number') } });
     await dest.shutdown();
   });
 });

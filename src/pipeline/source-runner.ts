@@ -609,7 +609,9 @@ export class SourceRunner {
       const byAnswer = new Map<string, RecordFault[]>();
       for (const f of faults) {
         const key = `${f.outcome.status ?? ''} ${f.outcome.reason}`;
-        byAnswer.set(key, [...(byAnswer.get(key) ?? []), f]);
+        const group = byAnswer.get(key);
+        if (group) group.push(f);
+        else byAnswer.set(key, [f]);
       }
       for (const group of byAnswer.values()) {
         const o = group[0]!.outcome;
