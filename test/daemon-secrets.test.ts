@@ -40,9 +40,10 @@ function filesUnder(dir: string): string[] {
 describe('secrets', () => {
   it('never appear in logs, /metrics, /readyz, dead letters or state', async () => {
     receiver = await startOtlpReceiver();
-    // a proxy that quotes the credential back in its refusal (the probe and the first batch get it)
+    // a proxy that quotes the credential back in its refusal (the probe, and every request holding record 5)
     const echo = { status: 400, body: `request refused: Authorization=Bearer ${SECRETS.OTLP_TOKEN}` };
-    receiver.respondNext(echo, echo);
+    receiver.respondNext(echo);
+    receiver.rejectRecords((r) => r.attributes['tableau.test_seq'] === 5, 400, echo.body);
     tcm = await startTcmServer({ pat: 'the-right-pat-is-different', tenantId: 'db7fad32-0175-431a-b176-7a71be70c2ac' });
     const work = tempDir();
     writeFixtureTree(join(work, 'logs'), 3, 40);
@@ -69,7 +70,7 @@ describe('secrets', () => {
     daemon = await startDaemon(['--config', config], { env: { ...SECRETS, LOG_LEVEL: 'debug' } });
     await daemon.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('source poll failed') && String(l.source).startsWith('tcm:'), 30_000);
     await daemon.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('source poll failed') && String(l.source).startsWith('s3:'), 40_000);
-    await daemon.waitForLog((l) => l.msg === 'batch rejected by destination; dead-lettered');
+    await daemon.waitForLog((l) => l.msg === 'records rejected by destination; dead-lettered, the rest of the batch delivered');
     await receiver.waitForRecords(40, 20_000);
     // the header really was sent (so the daemon had the secret in hand)
     expect(receiver.requests.some((r) => r.headers.authorization === `Bearer ${SECRETS.OTLP_TOKEN}`)).toBe(true);

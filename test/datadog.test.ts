@@ -205,34 +205,48 @@ describe('run --once → datadog', () => {
     expect(warn && JSON.parse(warn)).toMatchObject({ destination: 'datadog', entries: 1 });
   });
 
-  it('408, 429 (Retry-After) and 503 are retried and arrive once; 413 and 403 dead-letter the batch, the run goes on; the key is never shown', async () => {
+  it('408, 429 (Retry-After) and 503 are retried and arrive once; a 413 splits the batch until the entry too big alone is found: only it is dead-lettered', async () => {
     const server = await datadog();
     const work = tempDir();
-    writeFixtureTree(join(work, 'logs'), 3, 100);
-    server.respondNext(
-      { status: 408 },
-      { status: 429, headers: { 'retry-after': '1' } },
-      { status: 503 },
-      { status: 413, body: JSON.stringify({ errors: [{ status: '413', title: 'Payload Too Large', detail: 'too big' }] }) },
-    );
+    const records = Array.from({ length: 60 }, (_, i) => ({ eventTime: '2026-11-29T01:00:00.5Z', actorUserLuid: 'u', testSeq: i, ...(i === 37 ? { blob: 'x'.repeat(40_000) } : {}) }));
+    writeRecords(work, records);
+    server.respondNext({ status: 408 }, { status: 429, headers: { 'retry-after': '1' } }, { status: 503 });
+    // an intake (or a proxy before it) with a smaller limit than our batch: 413 for anything over 20 kB
+    server.setMaxPayloadBytes(20_000);
     const res = await run(writeConfig(work, { url: server.url }));
     expect(res.code, res.stderr).toBe(0);
-    expect(server.entries.length).toBe(200);
-    expect([...countBySeq(server.entries).values()].every((n) => n === 1)).toBe(true);
-    const batch = deadLetters(work).find((l) => l.kind === 'batch')!;
-    expect(batch).toMatchObject({ status: 413, destination: 'datadog' });
-    expect(batch.reason).toBe('HTTP 413: Payload Too Large: too big');
-    expect(batch.lines).toHaveLength(100);
+    const counts = countBySeq(server.entries);
+    expect(server.entries.length).toBe(59);
+    expect(counts.has(37)).toBe(false);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    expect(server.requests.some((r) => r.status === 413 && r.entries === 0)).toBe(true);
+    const batches = deadLetters(work).filter((l) => l.kind === 'batch');
+    expect(batches).toHaveLength(1);
+    expect(batches[0]).toMatchObject({ status: 413, destination: 'datadog', reason: expect.stringMatching(/^HTTP 413: Payload Too Large: payload of \d+ bytes exceeds 20000/) });
+    const letter = batches[0]!.records as Array<Record<string, unknown>>;
+    expect(letter).toHaveLength(1);
+    expect(letter[0]).toMatchObject({ line: 38, raw: JSON.stringify(records[37]) });
     expectSecretNowhere(API_KEY, work, res);
+  });
 
+  it('a wrong API key (403) holds the pipeline: retried, nothing dead-lettered, exit 1; once the key is accepted everything arrives', async () => {
+    const server = await datadog();
     const wrong = 'dd-wrong-key-3e7f0a-NOT-FOR-LOGS';
-    const work2 = tempDir();
-    writeFixtureTree(join(work2, 'logs'), 1, 10);
-    const res2 = await run(writeConfig(work2, { url: server.url }), { [KEY_ENV]: wrong });
-    expect(res2.code, res2.stderr).toBe(0);
-    const letter = deadLetters(work2).find((l) => l.kind === 'batch')!;
-    expect(letter).toMatchObject({ status: 403, reason: 'HTTP 403: Forbidden: API key is invalid' });
-    expectSecretNowhere(wrong, work2, res2);
+    const work = tempDir();
+    writeFixtureTree(join(work, 'logs'), 1, 10);
+    const config = writeConfig(work, { url: server.url });
+    const res = await run(config, { [KEY_ENV]: wrong }, ['--retry-for', '2s']);
+    expect(res.code).toBe(1);
+    expect(server.requests.filter((r) => r.status === 403).length).toBeGreaterThan(1);
+    expect(deadLetters(work)).toEqual([]);
+    expect(res.stderr).toMatch(/"destination":"datadog".*"status":403|"status":403.*"destination":"datadog"/);
+    expect(res.stderr).toMatch(/HTTP 403: Forbidden: API key is invalid/);
+    expectSecretNowhere(wrong, work, res);
+    server.setApiKey(wrong);
+    const again = await run(config, { [KEY_ENV]: wrong });
+    expect(again.code, again.stderr).toBe(0);
+    expect(server.entries).toHaveLength(10);
+    expect(deadLetters(work)).toEqual([]);
   });
 });
 

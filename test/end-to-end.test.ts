@@ -135,21 +135,24 @@ describe('run --once, directory → OTLP/HTTP protobuf', () => {
     for (const r of tree.records) expect(seqs.has(r.record.testSeq as number)).toBe(true);
   });
 
-  it('429 with Retry-After and 500 are retried; 400 dead-letters the batch and the run goes on', async () => {
-    writeFixtureTree(join(work, 'logs'), 3, 100);
+  it('429 with Retry-After and 500 are retried; a 400 on a batch splits it: only the record refused alone is dead-lettered, the run goes on', async () => {
+    const tree = writeFixtureTree(join(work, 'logs'), 3, 100);
     const config = writeConfig({ batchSize: 100 });
     receiver.respondNext({ status: 429, headers: { 'retry-after': '1' } }, { status: 500 }, { status: 400, body: 'bad request' });
+    receiver.rejectRecords((r) => r.attributes['tableau.test_seq'] === 123);
     const res = await runCli(['run', '--once', '--config', config]);
     expect(res.code, res.stderr).toBe(0);
-    // 3 batches of 100: one was rejected for good, two delivered
-    expect(receiver.records().length).toBe(200);
+    // the one-off 400 blamed a batch whose halves were then accepted; record 123 is refused alone
+    const got = bySeq(receiver.records());
+    expect(receiver.records().length).toBe(299);
+    for (const { record } of tree.records) expect(got.get(record.testSeq as number)?.length).toBe(record.testSeq === 123 ? undefined : 1);
     const dlDir = join(work, 'state', 'acme', 'dead-letter');
     const letters = readdirSync(dlDir).flatMap((f) => readFileSync(join(dlDir, f), 'utf8').trim().split('\n')).map((l) => JSON.parse(l));
-    const batch = letters.find((l) => l.kind === 'batch');
-    expect(batch.status).toBe(400);
-    expect(batch.lines).toHaveLength(100);
-    expect(JSON.parse(batch.lines[0]).testSeq).toBeTypeOf('number');
-    expect(batch.objects[0].lastLine - batch.objects[0].firstLine + 1).toBe(100);
+    const batches = letters.filter((l) => l.kind === 'batch');
+    expect(batches).toHaveLength(1);
+    const bad = tree.records.find((r) => r.record.testSeq === 123)!;
+    expect(batches[0]).toMatchObject({ status: 400, destination: 'otlp', lines: [JSON.stringify(bad.record)], objects: [{ object: bad.key, firstLine: bad.line, lastLine: bad.line }] });
+    expect(batches[0].records).toEqual([{ object: bad.key, uidPrefix: expect.any(String), line: bad.line, raw: JSON.stringify(bad.record) }]);
     expect(res.stderr).toMatch(/rejected/);
   });
 });

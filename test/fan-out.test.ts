@@ -88,14 +88,15 @@ describe('fan-out to several destinations', () => {
     expect([hecSeqs().length, ddSeqs().length, otlpSeqs().length]).toEqual([all.length, all.length, all.length]);
   });
 
-  it('one destination rejects a batch for good: it is dead-lettered for that destination only, the others get it once, and the checkpoint moves', async () => {
+  it('one destination rejects records for good: only those are dead-lettered, for that destination only; the others get everything once, and the checkpoint moves', async () => {
     hec = await startHecServer({ token: TOKEN });
     dd = await startDatadogServer({ apiKey: API_KEY });
     otlp = await startOtlpReceiver();
     const work = tempDir();
     const tree = writeFixtureTree(join(work, 'logs'), 4, 50);
     const all = tree.records.map((r) => r.record.testSeq as number);
-    dd.respondNext({ status: 400, body: JSON.stringify({ errors: ['bad entry'] }) });
+    const refused = new Set([7, 60, 61]);
+    dd.rejectEntries((e) => refused.has(e['tableau.test_seq'] as number));
     const config = writeConfig(work);
     const res = await runCli(['run', '--once', '--config', config], { env: ENV });
     expect(res.code, res.stderr).toBe(0);
@@ -103,19 +104,26 @@ describe('fan-out to several destinations', () => {
       const c = counts(seqs);
       for (const s of all) expect(c.get(s)).toBe(1);
     }
-    expect(ddSeqs().length).toBe(150);
+    const ddCounts = counts(ddSeqs());
+    expect(ddSeqs().length).toBe(197);
+    // exported = accepted by every destination: the 3 records datadog refused are not counted
+    const summary = res.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'run --once finished');
+    expect(summary).toMatchObject({ exported: 197 });
+    for (const s of all) expect(ddCounts.get(s)).toBe(refused.has(s) ? undefined : 1);
     const dir = join(work, 'state', 'acme', 'dead-letter');
     const letters = existsSync(dir) ? readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), 'utf8').trim().split('\n')).map((l) => JSON.parse(l)) : [];
     const batches = letters.filter((l) => l.kind === 'batch');
-    expect(batches.length).toBe(1);
-    expect(batches[0]).toMatchObject({ destination: 'datadog', status: 400, reason: 'HTTP 400: bad entry' });
-    const lettered = new Set((batches[0].lines as string[]).map((l) => JSON.parse(l).testSeq as number));
-    expect(lettered.size).toBe(50);
-    for (const s of ddSeqs()) expect(lettered.has(s)).toBe(false);
+    expect(batches.every((b) => b.destination === 'datadog' && b.status === 400 && b.reason === 'HTTP 400: Bad Request: an entry is refused')).toBe(true);
+    const lettered = batches.flatMap((b) => (b.records as Array<{ object: string; line: number; raw: string }>));
+    expect(new Set(lettered.map((r) => JSON.parse(r.raw).testSeq as number))).toEqual(refused);
+    for (const r of lettered) {
+      const fixture = tree.records.find((f) => f.record.testSeq === JSON.parse(r.raw).testSeq)!;
+      expect([r.object, r.line]).toEqual([fixture.key, fixture.line]);
+    }
 
     const again = await runCli(['run', '--once', '--config', config], { env: ENV });
     expect(again.code, again.stderr).toBe(0);
-    expect([hecSeqs().length, ddSeqs().length, otlpSeqs().length]).toEqual([200, 150, 200]);
+    expect([hecSeqs().length, ddSeqs().length, otlpSeqs().length]).toEqual([200, 197, 200]);
     for (const r of [res, again]) {
       expect(r.stderr.includes(TOKEN) || r.stderr.includes(API_KEY)).toBe(false);
     }

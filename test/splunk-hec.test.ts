@@ -185,39 +185,61 @@ describe('run --once → splunk-hec', () => {
     expect(server.events.length).toBe(tree.records.length);
   });
 
-  it('429 (Retry-After) and 503 are retried and arrive once; a 400 dead-letters its batch with HEC text and the run goes on; the token is never shown', async () => {
+  it('429 (Retry-After) and 503 are retried and arrive once; a 400 blaming one event dead-letters that event only, with HEC text; the token is never shown', async () => {
     const server = await hec();
     const work = tempDir();
-    writeFixtureTree(join(work, 'logs'), 3, 100);
-    const config = writeConfig(work, { url: server.url, compression: 'none' });
-    server.respondNext({ status: 429, headers: { 'retry-after': '1' }, body: JSON.stringify({ text: 'Too many requests', code: 9 }) }, { status: 503, body: JSON.stringify({ text: 'Server is busy', code: 9 }) }, { status: 400, body: JSON.stringify({ text: 'Invalid data format', code: 6, 'invalid-event-number': 0 }) });
+    const tree = writeFixtureTree(join(work, 'logs'), 3, 100);
+    // small bodies: a batch of 100 goes in several, and only the rejected body is split (no event of the others sent twice)
+    const config = writeConfig(work, { url: server.url, compression: 'none', maxRequestBytes: 8192 });
+    server.respondNext({ status: 429, headers: { 'retry-after': '1' }, body: JSON.stringify({ text: 'Too many requests', code: 9 }) }, { status: 503, body: JSON.stringify({ text: 'Server is busy', code: 9 }) });
+    // HEC refuses any request holding event 150 (400, code 6, invalid-event-number)
+    server.rejectEvents((e) => (e.event as { attributes: Record<string, unknown> }).attributes['tableau.test_seq'] === 150);
     const started = Date.now();
     const res = await run(config);
     expect(res.code, res.stderr).toBe(0);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000); // Retry-After honoured
-    expect(server.events.length).toBe(200);
-    expect([...countBySeq(server.events).values()].every((n) => n === 1)).toBe(true);
-    const batch = deadLetters(work).find((l) => l.kind === 'batch')!;
-    expect(batch).toBeDefined();
+    const counts = countBySeq(server.events);
+    expect(server.events.length).toBe(299);
+    expect(counts.has(150)).toBe(false);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    expect(server.requests.filter((r) => r.status === 200).length).toBeGreaterThan(6); // several bodies per batch
+    const batches = deadLetters(work).filter((l) => l.kind === 'batch');
+    expect(batches).toHaveLength(1);
+    const batch = batches[0]!;
     expect(batch.status).toBe(400);
     expect(batch.destination).toBe('splunk-hec');
     expect(batch.reason).toMatch(/HTTP 400: Invalid data format \(HEC code 6\)/);
     expect(batch.response).toMatch(/invalid-event-number/);
-    expect(batch.lines).toHaveLength(100);
+    const bad = tree.records.find((r) => r.record.testSeq === 150)!;
+    expect(batch.records).toEqual([{ object: bad.key, uidPrefix: expect.any(String), line: bad.line, raw: JSON.stringify(bad.record) }]);
+    expect(batch.lines).toEqual([JSON.stringify(bad.record)]);
     expect(res.stderr).toMatch(/retrying/);
     expect(res.stderr).toMatch(/rejected/);
     expectSecretNowhere(TOKEN, work, res);
+  });
 
-    // a wrong token: 401 is permanent; the configured value shows nowhere either
+  it('a wrong token holds the pipeline (401 retried, nothing dead-lettered, exit 1 naming destination and status); once the server takes the token everything arrives', async () => {
+    const server = await hec();
     const wrong = 'wrong-token-0b9e4d-NOT-FOR-LOGS';
-    const work2 = tempDir();
-    writeFixtureTree(join(work2, 'logs'), 1, 10);
-    const res2 = await run(writeConfig(work2, { url: server.url }), { [TOKEN_ENV]: wrong });
-    expect(res2.code, res2.stderr).toBe(0);
-    const letter = deadLetters(work2).find((l) => l.kind === 'batch')!;
-    expect(letter.status).toBe(401);
-    expect(letter.reason).toMatch(/Invalid token/);
-    expectSecretNowhere(wrong, work2, res2);
+    const work = tempDir();
+    writeFixtureTree(join(work, 'logs'), 1, 10);
+    const config = writeConfig(work, { url: server.url });
+    const res = await runCli(['run', '--once', '--retry-for', '2s', '--config', config], { env: { [TOKEN_ENV]: wrong } });
+    expect(res.code).toBe(1);
+    expect(server.requests.filter((r) => r.status === 401).length).toBeGreaterThan(1); // retried, not given up at once
+    expect(deadLetters(work)).toEqual([]);
+    expect(server.events).toHaveLength(0);
+    const held = res.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.status === 401 && l.destination === 'splunk-hec');
+    expect(held, res.stderr).toBeDefined();
+    expect(String(held!.reason)).toMatch(/HTTP 401: Invalid token \(HEC code 4\)/);
+    expectSecretNowhere(wrong, work, res);
+
+    // the token is rotated on the server side to the one we send: the held records are delivered
+    server.setToken(wrong);
+    const again = await runCli(['run', '--once', '--config', config], { env: { [TOKEN_ENV]: wrong } });
+    expect(again.code, again.stderr).toBe(0);
+    expect(server.events).toHaveLength(10);
+    expect(deadLetters(work)).toEqual([]);
   });
 
   it('a missing token variable is a clear error naming the variable', async () => {
@@ -234,7 +256,7 @@ describe('run --once → splunk-hec', () => {
     const good = make(TOKEN);
     const bad = make('not-the-token');
     expect(await good.probe(new AbortController().signal)).toEqual({ kind: 'done' });
-    expect(await bad.probe(new AbortController().signal)).toMatchObject({ kind: 'rejected', status: 401, reason: 'HTTP 401: Invalid token (HEC code 4)' });
+    expect(await bad.probe(new AbortController().signal)).toMatchObject({ kind: 'hold', status: 401, reason: expect.stringMatching(/^HTTP 401: Invalid token \(HEC code 4\)/) });
     await Promise.all([good.shutdown(), bad.shutdown()]);
     expect(server.events.length).toBe(0);
   });

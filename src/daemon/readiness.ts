@@ -5,18 +5,18 @@
  *
  * "Reached" means the destination answered and accepted our credentials: a 2xx to a batch or a
  * probe, or a rejection of a batch's contents (e.g. 400: the destination works, that batch was
- * refused). A network error, a 5xx/429/408 and a 401/403/404/407 (wrong token, wrong URL) do
- * not count. Once reached, a destination stays reached (readiness does not flap with every
- * failed request); its current state and last error stay visible in the detail.
+ * refused). A network error, a 5xx/429/408 does not count, and does not take it back: once
+ * reached, a destination stays reached through an outage (readiness does not flap with every
+ * failed request); its current state and last error stay visible in the detail. A hold (401,
+ * 403, 407, a redirect, 404: our credentials refused, the destination moved) does take it
+ * back until the next accepted request: the pipeline cannot deliver anything until someone
+ * fixes the token or the URL, so `/readyz` answers 503.
  */
 import type { Destination, SendOutcome } from '../export/destination.js';
 import type { EncodingSpec } from '../export/encodings.js';
 import { sleep } from '../export/delivery.js';
 
 export type EndpointState = 'pending' | 'ok' | 'failing';
-
-/** Statuses that say the request never got through to a working intake for us. */
-const NOT_REACHED_STATUSES = new Set([401, 403, 404, 407]);
 
 export class DestinationHealth {
   reached = false;
@@ -42,7 +42,8 @@ export class DestinationHealth {
     }
     this.lastError = outcome.reason;
     this.lastErrorAt = now;
-    if (outcome.kind === 'rejected' && !(outcome.status !== undefined && NOT_REACHED_STATUSES.has(outcome.status))) {
+    if (outcome.kind === 'hold') this.reached = false;
+    if (outcome.kind === 'rejected') {
       // the destination answered: it works, it refused that request's contents
       this.reached = true;
       this.state = 'ok';

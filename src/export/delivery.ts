@@ -1,7 +1,8 @@
 /**
  * Delivering one batch to one destination: retry with exponential backoff and full jitter,
- * honouring `Retry-After`, until it is accepted, rejected for good, or the retry budget runs
- * out. Shared by every destination so the retry policy lives in one place.
+ * honouring `Retry-After`, until it is accepted, its content rejected, or the retry budget runs
+ * out. A hold (our credentials refused, the destination moved) is retried the same way: the
+ * batch waits like in an outage, it is never dead-lettered. Shared by every destination so the retry policy lives in one place.
  */
 import type { Destination, SendOutcome } from './destination.js';
 
@@ -17,11 +18,12 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = { initialDelayMs: 500, maxDelay
 export type DeliveryResult =
   | { kind: 'done'; attempts: number }
   | { kind: 'rejected'; attempts: number; outcome: Extract<SendOutcome, { kind: 'rejected' }> }
-  | { kind: 'gave-up'; attempts: number; lastReason: string }
+  /** The retry budget ran out; `status` is the HTTP status of the last answer when it was a hold. */
+  | { kind: 'gave-up'; attempts: number; lastReason: string; status?: number }
   | { kind: 'aborted'; attempts: number };
 
 export interface DeliveryHooks {
-  onRetry?(reason: string, delayMs: number, attempt: number): void;
+  onRetry?(reason: string, delayMs: number, attempt: number, outcome: Extract<SendOutcome, { kind: 'retry' | 'hold' }>): void;
 }
 
 export function backoffDelay(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
@@ -50,9 +52,12 @@ export async function deliver(
     }
     if (outcome.kind === 'done') return { kind: 'done', attempts: attempt };
     if (outcome.kind === 'rejected') return { kind: 'rejected', attempts: attempt, outcome };
-    const delay = Math.min(policy.maxDelayMs * 4, Math.max(outcome.retryAfterMs ?? 0, backoffDelay(policy, attempt)));
-    if (Date.now() - started + delay > policy.maxElapsedMs) return { kind: 'gave-up', attempts: attempt, lastReason: outcome.reason };
-    hooks.onRetry?.(outcome.reason, delay, attempt);
+    const retryAfterMs = outcome.kind === 'retry' ? (outcome.retryAfterMs ?? 0) : 0;
+    const delay = Math.min(policy.maxDelayMs * 4, Math.max(retryAfterMs, backoffDelay(policy, attempt)));
+    if (Date.now() - started + delay > policy.maxElapsedMs) {
+      return { kind: 'gave-up', attempts: attempt, lastReason: outcome.reason, ...(outcome.kind === 'hold' ? { status: outcome.status } : {}) };
+    }
+    hooks.onRetry?.(outcome.reason, delay, attempt, outcome);
     const aborted = await sleep(delay, signal);
     if (aborted) return { kind: 'aborted', attempts: attempt };
   }

@@ -2,7 +2,8 @@
  * The contract every destination (otlp, file, later splunk-hec and datadog) implements: it
  * declares the encoding it wants (the encode workers produce the request bodies, see
  * encodings.ts), takes one encoded request body at a time and says whether it was accepted,
- * should be retried later, or was rejected for good. Retries, backoff and dead-lettering live
+ * should be retried later (an outage, or a hold: our credentials refused), or its content was
+ * rejected for good. Retries, backoff and dead-lettering live
  * in delivery.ts and the pipeline, once for all destinations.
  */
 import type { EncodingSpec } from './encodings.js';
@@ -10,6 +11,12 @@ import type { EncodingSpec } from './encodings.js';
 export type SendOutcome =
   | { kind: 'done' }
   | { kind: 'retry'; reason: string; retryAfterMs?: number }
+  /**
+   * The destination refuses us, not the data (credentials refused, moved, wrong URL): retried
+   * like an outage, and the pipeline holds (checkpoint unchanged); never dead-lettered.
+   */
+  | { kind: 'hold'; reason: string; status: number }
+  /** The destination blames the content: the pipeline splits the batch and dead-letters the records at fault. */
   | { kind: 'rejected'; reason: string; status?: number; response?: string };
 
 export interface Destination {
@@ -28,20 +35,5 @@ export interface Destination {
   shutdown(): Promise<void>;
 }
 
-/** Classify an HTTP status the same way for every HTTP destination. */
-export function classifyHttpStatus(status: number, reason: string, retryAfterHeader?: string | null, response?: string): SendOutcome {
-  if (status >= 200 && status < 300) return { kind: 'done' };
-  if (status === 408 || status === 429 || status >= 500) {
-    const retryAfterMs = parseRetryAfter(retryAfterHeader);
-    return retryAfterMs === undefined ? { kind: 'retry', reason } : { kind: 'retry', reason, retryAfterMs };
-  }
-  return { kind: 'rejected', reason, status, ...(response !== undefined ? { response } : {}) };
-}
-
-/** `Retry-After` as seconds or an HTTP date → milliseconds from now. */
-export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
-  if (value == null || value === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(value.trim())) return Math.round(Number(value) * 1000);
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
+/** The classification of HTTP answers, shared by every HTTP destination, lives in http-answers.ts. */
+export { classifyHttpAnswer, classifyHttpStatus, parseRetryAfter } from './http-answers.js';

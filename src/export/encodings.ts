@@ -14,6 +14,11 @@ export type EncodingSpec = { kind: 'otlp-protobuf' } | { kind: 'otlp-json' } | S
 
 export interface EncodeResult {
   bodies: Uint8Array[];
+  /**
+   * Records in each body (same order), set by encoders that split a batch: the bodies take the
+   * records in order, so the pipeline can tell which lines a rejected body held.
+   */
+  counts?: number[];
   /** Entries the encoder shortened on purpose to fit the destination's per-entry limit. */
   truncated?: number;
 }

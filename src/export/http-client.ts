@@ -2,9 +2,11 @@
  * The plain HTTP(S) POST the native destinations (splunk-hec, datadog) share: one keep-alive
  * agent per destination with its TLS options (custom CA, verification on unless turned off),
  * a per-request timeout, an abort signal, and the response read back (capped) so the caller can
- * classify it with `classifyHttpStatus`. Network and TLS failures come back as a `NetworkError`
+ * classify it (http-answers.ts). A redirect is never followed (Node's http client does not, and
+ * we do not either): a 3xx comes back as an answer like any other, so a credential never goes to
+ * the host a redirect names. Network and TLS failures come back as a `NetworkError`
  * with a readable reason (the TLS error code included), never with request headers in it.
- * The otlp destination keeps using OpenTelemetry JS's own exporter.
+ * The otlp destination uses it too (with OpenTelemetry JS's configuration resolution).
  */
 import http from 'node:http';
 import https from 'node:https';

@@ -12,7 +12,7 @@ import { gzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import { convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node-http';
 import type { Destination, SendOutcome } from './destination.js';
-import { classifyHttpStatus } from './destination.js';
+import { classifyHttpAnswer } from './http-answers.js';
 import type { EncodingSpec } from './encodings.js';
 import { HttpClient, NetworkError, tlsConfigShape } from './http-client.js';
 
@@ -90,8 +90,14 @@ export class OtlpDestination implements Destination {
     try {
       const res = await this.client.post(this.url, headers, body, signal);
       if (res.status >= 200 && res.status < 300) return { kind: 'done' };
-      const retryAfter = res.headers['retry-after'];
-      return classifyHttpStatus(res.status, `HTTP ${res.status}${res.body ? `: ${res.body.slice(0, 200)}` : ''}`, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, res.body.slice(0, 2000));
+      // (a header value the answer quotes is scrubbed by the daemon's logger and dead-letter store: they know the configured headers)
+      return classifyHttpAnswer({
+        status: res.status,
+        ...(res.body ? { detail: res.body.slice(0, 200) } : {}),
+        retryAfter: res.headers['retry-after'],
+        response: res.body.slice(0, 2000),
+        location: res.headers.location,
+      });
     } catch (err) {
       if (err instanceof NetworkError) return { kind: 'retry', reason: err.message };
       throw err;

@@ -76,6 +76,12 @@ export interface ChunkResult {
   unknownAttributes: Record<string, number>;
   /** Newest eventTime mapped, ns as a decimal string ('0' when none). */
   newestTimeUnixNano: string;
+  /**
+   * Per encoding (absent, or null for an encoding with one body): where each body's first
+   * record came from. Bodies take the records in order, so body k holds the records of the lines
+   * from its start up to the next body's start: the pipeline splits only a rejected body.
+   */
+  bodyStarts?: Array<Array<{ segment: number; line: number }> | null>;
   /** The task's segment bytes, handed back (set by the pool). */
   segments?: Uint8Array[];
   /**
@@ -318,6 +324,8 @@ export class ChunkProcessor {
     });
 
     const directBody = direct?.finish();
+    /** Records no encoder could take (indices into `records` as mapped). */
+    const setAside = new Set<number>();
     const encoded = direct
       ? [{ bodies: directBody ? [directBody] : [], truncated: 0 }]
       : records.length === 0
@@ -326,7 +334,9 @@ export class ChunkProcessor {
             const from = sources[i]!;
             deadLetter(from.segment, from.line, reason, from.raw);
             byType[records[i]!.eventType]!--;
+            setAside.add(i);
           });
+    const bodyStarts = direct ? undefined : startsOfBodies(encoded, setAside.size > 0 ? sources.filter((_, i) => !setAside.has(i)) : sources);
     const payloads = placePayloads(
       encoded.map((e) => e.bodies),
       task.output,
@@ -336,6 +346,7 @@ export class ChunkProcessor {
     return {
       payloads,
       ...(truncated ? { truncated } : {}),
+      ...(bodyStarts ? { bodyStarts } : {}),
       records: direct ? direct.count : records.length,
       linesRead,
       deadLetters,
@@ -345,6 +356,22 @@ export class ChunkProcessor {
       newestTimeUnixNano: newestSeconds < 0 ? '0' : toUnixNanos(newestSeconds, newestNanos).toString(),
     };
   }
+}
+
+/** Where each body of an encoding split into several bodies starts (see ChunkResult.bodyStarts). */
+function startsOfBodies(encoded: EncodeResult[], sources: ReadonlyArray<{ segment: number; line: number }>): ChunkResult['bodyStarts'] {
+  if (!encoded.some((e) => e.bodies.length > 1)) return undefined;
+  return encoded.map((e) => {
+    if (e.bodies.length <= 1 || !e.counts) return null;
+    const starts: Array<{ segment: number; line: number }> = [];
+    let at = 0;
+    for (const n of e.counts) {
+      const s = sources[at];
+      if (s) starts.push({ segment: s.segment, line: s.line });
+      at += n;
+    }
+    return starts;
+  });
 }
 
 /**

@@ -15,12 +15,12 @@ import type { Source, SourceObject } from '../sources/source.js';
 import { uidPrefixFor } from '../sources/source.js';
 import type { Destination } from '../export/destination.js';
 import { encodingKey, type EncodingSpec } from '../export/encodings.js';
-import { deliver, sleep, type RetryPolicy } from '../export/delivery.js';
+import { deliver, sleep, type DeliveryResult, type RetryPolicy } from '../export/delivery.js';
 import { decompressed } from '../decoding/object-lines.js';
 import { objectChunks, lastLineOf, type ObjectChunk } from '../decoding/object-chunks.js';
 import { parseObjectKey, type ObjectKeyInfo } from '../decoding/object-key.js';
 import type { CheckpointStore, ObjectProgress, SourceCheckpoint } from './checkpoint-store.js';
-import type { DeadLetter, DeadLetterStore } from './dead-letter-store.js';
+import type { DeadLetter, DeadLetteredRecord, DeadLetterStore } from './dead-letter-store.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { EncodeWorkerPool } from './worker-pool.js';
 import type { ChunkResult, ChunkSegment } from './chunk-processor.js';
@@ -537,22 +537,23 @@ export class SourceRunner {
   }
 
   private async processAndDeliver(b: Batch): Promise<boolean> {
+    const observed = (BigInt(Date.now()) * 1_000_000n).toString();
     const result = await this.ctx.pool.run({
       tenant: this.ctx.tenantId,
       segments: b.segments,
       encodings: this.encodings,
-      observedTimeUnixNano: (BigInt(Date.now()) * 1_000_000n).toString(),
+      observedTimeUnixNano: observed,
     });
     try {
-      return await this.deliverResult(b, result);
+      return await this.deliverResult(b, result, observed);
     } finally {
       // the payloads and segment bytes may live in the pool's shared buffers: done with them now
       result.release?.();
     }
   }
 
-  private async deliverResult(b: Batch, result: ChunkResult): Promise<boolean> {
-    const { destinations, settings, stats, metrics, tenantId } = this.ctx;
+  private async deliverResult(b: Batch, result: ChunkResult, observed: string): Promise<boolean> {
+    const { destinations, stats, metrics, tenantId } = this.ctx;
     await this.record(b, result);
     if (result.records === 0) return true;
     if (result.truncated) {
@@ -565,58 +566,133 @@ export class SourceRunner {
       });
     }
 
-    const outcomes = await Promise.all(
-      destinations.map(async (d, di) => {
-        const started = Date.now();
-        // a batch split into several bodies is dead-lettered (all its lines) at most once per destination
-        let deadLettered = false;
-        for (const payload of result.payloads[this.encodingOf[di]!]!) {
-          const r = await deliver(d, payload, result.records, settings.retry, this.deliverySignal, {
-            onRetry: (reason, delayMs, attempt) => {
-              stats.retries++;
-              metrics?.exportRetries.inc({ tenant: tenantId, destination: d.name });
-              this.log.warn({ destination: d.name, reason, delayMs, attempt, records: result.records }, 'export failed; retrying');
-            },
-          });
-          if (r.kind === 'rejected') {
-            if (deadLettered) continue;
-            deadLettered = true;
-            stats.deadLetteredBatches++;
-            metrics?.batchesDeadLettered.inc({ tenant: tenantId, destination: d.name });
-            this.log.error({ destination: d.name, status: r.outcome.status, reason: r.outcome.reason, records: result.records }, 'batch rejected by destination; dead-lettered');
-            await this.writeDeadLetter({
-              kind: 'batch',
-              destination: d.name,
-              reason: r.outcome.reason,
-              ...(r.outcome.status !== undefined ? { status: r.outcome.status } : {}),
-              ...(r.outcome.response !== undefined ? { response: r.outcome.response } : {}),
-              objects: b.refs.map((ref, i) => ({ object: ref.key, firstLine: b.segments[i]!.firstLine, lastLine: ref.entry.lastLine })),
-              lines: (result.segments ?? [])
-                .map((bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'))
-                .join('\n')
-                .split('\n')
-                .filter((l) => l.trim() !== ''),
-            });
-          } else if (r.kind === 'gave-up') {
-            this.failure ??= new DestinationUnavailableError(d.name, r.lastReason);
-            this.log.error({ destination: d.name, reason: r.lastReason, attempts: r.attempts }, 'destination unreachable; giving up, checkpoint not advanced');
-            return false;
-          } else if (r.kind === 'aborted') {
-            return false;
-          }
-        }
-        metrics?.exportLatency.observe({ tenant: tenantId, destination: d.name }, (Date.now() - started) / 1000);
-        metrics?.eventsExported.inc({ tenant: tenantId, destination: d.name }, result.records);
-        return true;
-      }),
-    );
-    if (!outcomes.every(Boolean)) return false;
+    // per destination, the records it rejected for their content (dead-lettered, not exported)
+    const outcomes = await Promise.all(destinations.map((d, di) => this.deliverTo(d, di, b, result, observed)));
+    if (!outcomes.every((o) => o !== null)) return false;
+    // a record counts as exported when every destination accepted it
+    const rejected = new Set<string>();
+    for (const faults of outcomes) for (const f of faults!) rejected.add(`${f.segment}:${f.line}`);
+    const exported = result.records - rejected.size;
     stats.batchesExported++;
-    stats.recordsExported += result.records;
+    stats.recordsExported += exported;
     const newest = BigInt(result.newestTimeUnixNano);
     if (newest > stats.newestExportedTimeUnixNano) stats.newestExportedTimeUnixNano = newest;
-    this.progress.exported += result.records;
+    this.progress.exported += exported;
     if (newest > this.progress.newestExportedTimeUnixNano) this.progress.newestExportedTimeUnixNano = newest;
+    return true;
+  }
+
+  /**
+   * Deliver a batch's bodies to one destination. A body whose content the destination rejects
+   * (400, 413, …) is split (re-encoded in halves) until the records at fault are found; only
+   * those are dead-lettered. Returns the records at fault, or null when the destination is
+   * unavailable (retry budget spent) or the delivery was aborted: the batch is not settled.
+   */
+  private async deliverTo(d: Destination, di: number, b: Batch, result: ChunkResult, observed: string): Promise<RecordFault[] | null> {
+    const { stats, metrics, tenantId } = this.ctx;
+    const started = Date.now();
+    const enc = this.encodingOf[di]!;
+    const faults: RecordFault[] = [];
+    let text: BatchText | undefined;
+    const bodies = result.payloads[enc]!;
+    for (let k = 0; k < bodies.length; k++) {
+      const r = await this.deliverBody(d, bodies[k]!, result.records);
+      if (r === null) return null;
+      if (r.kind === 'done') continue;
+      text ??= batchText(b, result.segments ?? []);
+      const range = bodyRange(text.lines, { from: 0, to: text.lines.length }, result.bodyStarts?.[enc] ?? null, k, (seg) => seg);
+      if (!(await this.isolate(d, enc, b, text, range, r.outcome, observed, faults))) return null;
+    }
+    metrics?.exportLatency.observe({ tenant: tenantId, destination: d.name }, (Date.now() - started) / 1000);
+    metrics?.eventsExported.inc({ tenant: tenantId, destination: d.name }, result.records - faults.length);
+    if (faults.length > 0) {
+      // one letter per distinct answer (usually one): the records at fault, with their object, uid prefix and line
+      const byAnswer = new Map<string, RecordFault[]>();
+      for (const f of faults) {
+        const key = `${f.outcome.status ?? ''} ${f.outcome.reason}`;
+        const group = byAnswer.get(key);
+        if (group) group.push(f);
+        else byAnswer.set(key, [f]);
+      }
+      for (const group of byAnswer.values()) {
+        const o = group[0]!.outcome;
+        stats.deadLetteredBatches++;
+        metrics?.batchesDeadLettered.inc({ tenant: tenantId, destination: d.name });
+        metrics?.eventsDeadLettered.inc({ tenant: tenantId, source: this.source.id, reason: 'rejected by destination' }, group.length);
+        this.log.error({ destination: d.name, status: o.status, reason: o.reason, records: group.length, batchRecords: result.records }, 'records rejected by destination; dead-lettered, the rest of the batch delivered');
+        const records: DeadLetteredRecord[] = group.map((f) => ({ object: b.refs[f.segment]!.key, uidPrefix: b.segments[f.segment]!.uidPrefix, line: f.line, raw: f.raw }));
+        await this.writeDeadLetter({
+          kind: 'batch',
+          destination: d.name,
+          reason: o.reason,
+          ...(o.status !== undefined ? { status: o.status } : {}),
+          ...(o.response !== undefined ? { response: o.response } : {}),
+          objects: objectRanges(records),
+          lines: records.map((r) => r.raw),
+          records,
+        });
+      }
+    }
+    return faults;
+  }
+
+  /** One body to one destination with the retry policy; null when it gave up (the pipeline stops) or was aborted. */
+  private async deliverBody(d: Destination, payload: Uint8Array, records: number): Promise<Extract<DeliveryResult, { kind: 'done' | 'rejected' }> | null> {
+    const { settings, stats, metrics, tenantId } = this.ctx;
+    const r = await deliver(d, payload, records, settings.retry, this.deliverySignal, {
+      onRetry: (reason, delayMs, attempt, outcome) => {
+        stats.retries++;
+        metrics?.exportRetries.inc({ tenant: tenantId, destination: d.name });
+        if (outcome.kind === 'hold') {
+          this.log.error({ destination: d.name, status: outcome.status, reason, delayMs, attempt, records }, 'destination refuses the request (credentials or URL): holding the batch, checkpoint not advanced; retrying');
+        } else {
+          this.log.warn({ destination: d.name, reason, delayMs, attempt, records }, 'export failed; retrying');
+        }
+      },
+    });
+    if (r.kind === 'gave-up') {
+      this.failure ??= new DestinationUnavailableError(d.name, r.lastReason);
+      this.log.error({ destination: d.name, ...(r.status !== undefined ? { status: r.status } : {}), reason: r.lastReason, attempts: r.attempts }, 'destination unavailable; giving up, checkpoint not advanced');
+      return null;
+    }
+    if (r.kind === 'aborted') return null;
+    return r;
+  }
+
+  /**
+   * Lines `range` of the batch were rejected for their content with `outcome`: a single record
+   * is at fault; several are split in halves, each re-encoded for this destination and sent,
+   * and a rejected half is split again. Returns false when the destination became unavailable.
+   */
+  private async isolate(d: Destination, enc: number, b: Batch, text: BatchText, range: LineRange, outcome: RejectedOutcome, observed: string, faults: RecordFault[]): Promise<boolean> {
+    const { lines } = text;
+    const candidates: number[] = [];
+    for (let i = range.from; i < range.to; i++) if (!lines[i]!.blank) candidates.push(i);
+    if (candidates.length === 0) return true;
+    if (candidates.length === 1) {
+      const l = lines[candidates[0]!]!;
+      faults.push({ segment: l.segment, line: l.line, raw: rawLine(text, l), outcome });
+      return true;
+    }
+    const mid = candidates[candidates.length >> 1]!;
+    for (const half of [{ from: range.from, to: mid }, { from: mid, to: range.to }]) {
+      const { segments, segmentOf } = subSegments(b, text, half);
+      const sub = await this.ctx.pool.run({ tenant: this.ctx.tenantId, segments, encodings: [this.encodings[enc]!], observedTimeUnixNano: observed });
+      try {
+        // (lines that are not records were dead-lettered or dropped by the first pass already)
+        if (sub.records === 0) continue;
+        const bodies = sub.payloads[0]!;
+        for (let k = 0; k < bodies.length; k++) {
+          const r = await this.deliverBody(d, bodies[k]!, sub.records);
+          if (r === null) return false;
+          if (r.kind === 'done') continue;
+          const part = bodyRange(lines, half, sub.bodyStarts?.[0] ?? null, k, (seg) => segmentOf[seg]!);
+          if (!(await this.isolate(d, enc, b, text, part, r.outcome, observed, faults))) return false;
+        }
+      } finally {
+        sub.release?.();
+      }
+    }
     return true;
   }
 
@@ -670,6 +746,130 @@ export class SourceRunner {
 const MAX_DRIFT_NAMES = 200;
 const DRIFT_OVERFLOW_KEY = '\u0000overflow';
 const DRIFT_OVERFLOW_LABEL = '(other)';
+
+type RejectedOutcome = Extract<DeliveryResult, { kind: 'rejected' }>['outcome'];
+
+/** A record a destination rejected for its content: segment of the batch, line in its object, raw text. */
+interface RecordFault {
+  segment: number;
+  line: number;
+  raw: string;
+  outcome: RejectedOutcome;
+}
+
+/** One line of a batch, numbered the way the chunk processor numbers them (blank lines count). */
+interface BatchLine {
+  segment: number;
+  line: number;
+  /** Byte range in the segment, without the newline (and a CR before it). */
+  from: number;
+  end: number;
+  blank: boolean;
+}
+
+/** A batch's segment bytes (as the pool handed them back) and its lines. */
+interface BatchText {
+  bytes: readonly Uint8Array[];
+  lines: BatchLine[];
+}
+
+/** Lines [from, to) of a batch's line list. */
+interface LineRange {
+  from: number;
+  to: number;
+}
+
+/**
+ * Every line of a batch in order: lines end at LF, a CR before it is not part of the line, a
+ * last line needs no LF, blank (spaces, tabs) lines are numbered but hold no record; the first
+ * line of an object loses its byte order mark. Exactly as chunk-processor.ts counts them, so
+ * a line number here is the record's line in its object (and its `log.record.uid`).
+ */
+function batchText(b: Batch, segmentBytes: readonly Uint8Array[]): BatchText {
+  const out: BatchLine[] = [];
+  segmentBytes.forEach((u8, segment) => {
+    const bytes = Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
+    let line = b.segments[segment]!.firstLine;
+    let start = 0;
+    while (start < bytes.length) {
+      let nl = bytes.indexOf(0x0a, start);
+      if (nl === -1) nl = bytes.length;
+      let end = nl;
+      if (end > start && bytes[end - 1] === 13) end--;
+      let blank = true;
+      for (let i = start; i < end && blank; i++) {
+        const c = bytes[i]!;
+        if (c !== 0x20 && c !== 0x09 && c !== 0x0d) blank = false;
+      }
+      out.push({ segment, line, from: start, end, blank });
+      line++;
+      start = nl + 1;
+    }
+  });
+  return { bytes: segmentBytes, lines: out };
+}
+
+/** A line's text (the first line of an object without its byte order mark). */
+function rawLine(text: BatchText, l: BatchLine): string {
+  const u8 = text.bytes[l.segment]!;
+  const raw = Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength).toString('utf8', l.from, l.end);
+  return l.line === 1 && raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
+}
+
+/**
+ * The lines body `k` of an encoding holds, within `range`: from its first record to the next
+ * body's first record. Without body starts (one body) it is the whole range. `segmentOf` maps
+ * the segment numbers of the task that produced the bodies to the batch's.
+ */
+function bodyRange(lines: BatchLine[], range: LineRange, starts: Array<{ segment: number; line: number }> | null, k: number, segmentOf: (seg: number) => number): LineRange {
+  if (!starts || starts.length < 2) return range;
+  const at = (s: { segment: number; line: number } | undefined, fallback: number): number => {
+    if (!s) return fallback;
+    const seg = segmentOf(s.segment);
+    for (let i = range.from; i < range.to; i++) if (lines[i]!.segment === seg && lines[i]!.line === s.line) return i;
+    return fallback;
+  };
+  return { from: at(starts[k], range.from), to: at(starts[k + 1], range.to) };
+}
+
+/** Lines `range` of the batch as segments of their own (same objects, same first lines), for re-encoding. */
+function subSegments(b: Batch, text: BatchText, range: LineRange): { segments: ChunkSegment[]; segmentOf: number[] } {
+  const { lines } = text;
+  const segments: ChunkSegment[] = [];
+  const segmentOf: number[] = [];
+  let i = range.from;
+  while (i < range.to) {
+    const seg = lines[i]!.segment;
+    let j = i;
+    while (j + 1 < range.to && lines[j + 1]!.segment === seg) j++;
+    const src = b.segments[seg]!;
+    const whole = text.bytes[seg]!;
+    segments.push({
+      keyInfo: src.keyInfo,
+      uidPrefix: src.uidPrefix,
+      firstLine: lines[i]!.line,
+      // a copy: the pool may move (transfer) the bytes it is given
+      bytes: Uint8Array.prototype.slice.call(whole, lines[i]!.from, lines[j]!.end),
+    });
+    segmentOf.push(seg);
+    i = j + 1;
+  }
+  return { segments, segmentOf };
+}
+
+/** Per object, the first and last line of the records. */
+function objectRanges(records: DeadLetteredRecord[]): Array<{ object: string; firstLine: number; lastLine: number }> {
+  const out = new Map<string, { object: string; firstLine: number; lastLine: number }>();
+  for (const r of records) {
+    const o = out.get(r.object);
+    if (!o) out.set(r.object, { object: r.object, firstLine: r.line, lastLine: r.line });
+    else {
+      o.firstLine = Math.min(o.firstLine, r.line);
+      o.lastLine = Math.max(o.lastLine, r.line);
+    }
+  }
+  return [...out.values()];
+}
 
 /** Starts reading an object (so its first bytes are on the way) without consuming them. */
 function prefetch<T>(source: AsyncIterable<T>): AsyncIterator<T> {

@@ -48,6 +48,12 @@ export interface DatadogServer {
   entries: DatadogEntry[];
   problems: string[];
   respondNext(...responses: DatadogQueuedResponse[]): void;
+  /** Accept this API key from now on (the one given at start no longer): a key rotated. */
+  setApiKey(key: string): void;
+  /** Answer 413 to a payload (decompressed) larger than this (null: Datadog's 5 MB only). */
+  setMaxPayloadBytes(bytes: number | null): void;
+  /** Answer 400 to a request holding a matching entry (null: off). */
+  rejectEntries(match: ((entry: DatadogEntry) => boolean) | null): void;
   close(): Promise<void>;
 }
 
@@ -56,6 +62,9 @@ export async function startDatadogServer(options: { apiKey: string; tls?: { key:
   const entries: DatadogEntry[] = [];
   const problems: string[] = [];
   const queue: DatadogQueuedResponse[] = [];
+  let apiKey = options.apiKey;
+  let maxPayloadBytes: number | null = null;
+  let rejectMatch: ((entry: DatadogEntry) => boolean) | null = null;
 
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const chunks: Buffer[] = [];
@@ -75,7 +84,7 @@ export async function startDatadogServer(options: { apiKey: string; tls?: { key:
       };
       const url = new URL(req.url ?? '/', 'http://x');
       if (req.method !== 'POST' || url.pathname !== '/api/v2/logs') return answer(404, { errors: ['Not found'] });
-      if (req.headers['dd-api-key'] !== options.apiKey) return answer(403, { errors: [{ status: '403', title: 'Forbidden', detail: 'API key is invalid' }] });
+      if (req.headers['dd-api-key'] !== apiKey) return answer(403, { errors: [{ status: '403', title: 'Forbidden', detail: 'API key is invalid' }] });
       let raw: Buffer;
       try {
         const enc = req.headers['content-encoding'];
@@ -85,6 +94,7 @@ export async function startDatadogServer(options: { apiKey: string; tls?: { key:
       }
       record.rawBytes = raw.length;
       if (raw.length > DD_MAX_PAYLOAD_BYTES) return bad(413, `payload of ${raw.length} bytes exceeds 5MB`);
+      if (maxPayloadBytes !== null && raw.length > maxPayloadBytes) return bad(413, `payload of ${raw.length} bytes exceeds ${maxPayloadBytes}`);
 
       const injected = queue.shift();
       if (injected) return answer(injected.status, injected.body ?? { errors: ['injected'] }, injected.headers);
@@ -105,6 +115,7 @@ export async function startDatadogServer(options: { apiKey: string; tls?: { key:
         for (const k of RESERVED_STRINGS) {
           if (k in e && typeof (e as Record<string, unknown>)[k] !== 'string') return bad(400, `reserved field ${k} is not a string`);
         }
+        if (rejectMatch?.(e as DatadogEntry)) return bad(400, 'an entry is refused');
       }
       record.entries = value.length;
       entries.push(...(value as DatadogEntry[]));
@@ -119,6 +130,15 @@ export async function startDatadogServer(options: { apiKey: string; tls?: { key:
     entries,
     problems,
     respondNext: (...r) => queue.push(...r),
+    setApiKey: (k) => {
+      apiKey = k;
+    },
+    setMaxPayloadBytes: (n) => {
+      maxPayloadBytes = n;
+    },
+    rejectEntries: (m) => {
+      rejectMatch = m;
+    },
     close: local.close,
   };
 }

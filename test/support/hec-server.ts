@@ -64,6 +64,12 @@ export interface HecServer {
   /** Ids reported acknowledged. */
   acked: Set<number>;
   respondNext(...responses: HecQueuedResponse[]): void;
+  /** Accept this token from now on (the one given at start is no longer accepted): a token rotated on the server. */
+  setToken(token: string): void;
+  /** Answer 413 to an event request whose body (as received) is larger than this (null: no limit), as HEC's max_content_length does. */
+  setMaxContentLength(bytes: number | null): void;
+  /** Answer 400 "Invalid data format" (code 6, with invalid-event-number) to a request holding a matching event (null: off). */
+  rejectEvents(match: ((event: Record<string, unknown>) => boolean) | null): void;
   /** Bad requests seen: what the server found wrong with them. */
   problems: string[];
   close(): Promise<void>;
@@ -136,6 +142,9 @@ export async function startHecServer(options: HecServerOptions): Promise<HecServ
   const acked = new Set<number>();
   const pollCount = new Map<number, number>();
   let nextAckId = 0;
+  let token = options.token;
+  let maxContentLength: number | null = null;
+  let rejectMatch: ((event: Record<string, unknown>) => boolean) | null = null;
 
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const chunks: Buffer[] = [];
@@ -151,7 +160,7 @@ export async function startHecServer(options: HecServerOptions): Promise<HecServ
       };
       const auth = req.headers.authorization;
       if (!auth) return answer(401, { text: 'Token is required', code: 2 });
-      if (auth !== `Splunk ${options.token}`) return answer(401, { text: 'Invalid token', code: 4 });
+      if (auth !== `Splunk ${token}`) return answer(401, { text: 'Invalid token', code: 4 });
       let raw: Buffer;
       try {
         raw = req.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(wire) : wire;
@@ -181,6 +190,7 @@ export async function startHecServer(options: HecServerOptions): Promise<HecServ
 
       const injected = queue.shift();
       if (injected) return answer(injected.status, injected.body ?? { text: 'injected', code: 9 }, injected.headers);
+      if (maxContentLength !== null && wire.length > maxContentLength) return answer(413, { text: `Content-Length of ${wire.length} too large (maximum is ${maxContentLength})`, code: 27 });
 
       let parsed: Array<{ json: string; timeLiteral: string | undefined }>;
       const batch: HecEvent[] = [];
@@ -197,11 +207,13 @@ export async function startHecServer(options: HecServerOptions): Promise<HecServ
               if (!(typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string')))) throw Object.assign(new Error('Error in handling indexed fields'), { code: 15 });
             }
           }
+          if (rejectMatch?.(value)) throw Object.assign(new Error('Invalid data format'), { code: 6, eventNumber: batch.length });
           batch.push({ value, timeLiteral: p.timeLiteral, request: requests.length - 1 });
         }
       } catch (err) {
         problems.push((err as Error).message);
-        return answer(400, { text: (err as Error).message, code: (err as { code?: number }).code ?? 6 });
+        const eventNumber = (err as { eventNumber?: number }).eventNumber;
+        return answer(400, { text: (err as Error).message, code: (err as { code?: number }).code ?? 6, ...(eventNumber !== undefined ? { 'invalid-event-number': eventNumber } : {}) });
       }
       if (batch.length === 0) return answer(400, { text: 'No data', code: 5 });
       record.events = batch.length;
@@ -223,6 +235,15 @@ export async function startHecServer(options: HecServerOptions): Promise<HecServ
     acked,
     problems,
     respondNext: (...r) => queue.push(...r),
+    setToken: (t) => {
+      token = t;
+    },
+    setMaxContentLength: (n) => {
+      maxContentLength = n;
+    },
+    rejectEvents: (m) => {
+      rejectMatch = m;
+    },
     close: local.close,
   };
 }

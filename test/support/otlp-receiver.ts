@@ -237,6 +237,10 @@ export interface OtlpReceiver {
   setDelay(ms: number): void;
   /** Reject everything with this status until cleared (null). */
   setStatus(status: number | null): void;
+  /** Answer 413 to a request whose body (as received) is larger than this (null: no limit), like a proxy's body size limit. */
+  setMaxBodyBytes(bytes: number | null): void;
+  /** Answer a request holding a record that matches with `status` (default 400) until cleared (null): a receiver refusing bad records. */
+  rejectRecords(match: ((r: ReceivedLogRecord) => boolean) | null, status?: number, body?: string): void;
   waitForRecords(count: number, timeoutMs?: number): Promise<ReceivedLogRecord[]>;
   close(): Promise<void>;
 }
@@ -501,6 +505,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const queue: QueuedResponse[] = [];
   let delayMs = 0;
   let forcedStatus: number | null = null;
+  let maxBodyBytes: number | null = null;
+  let rejectMatch: { match: (r: ReceivedLogRecord) => boolean; status: number; body: string } | null = null;
   const timers = new Set<NodeJS.Timeout>();
   const waiters = new Set<() => void>();
   let closed = false;
@@ -561,6 +567,14 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         if (next.delayMs !== undefined) wait = next.delayMs;
       } else if (forcedStatus !== null) {
         status = forcedStatus;
+      } else if (maxBodyBytes !== null && raw.length > maxBodyBytes) {
+        status = 413;
+        respBody = `request body of ${raw.length} bytes exceeds ${maxBodyBytes}`;
+        respHeaders['Content-Type'] = 'text/plain';
+      } else if (rejectMatch && records.some(rejectMatch.match)) {
+        status = rejectMatch.status;
+        respBody = rejectMatch.body;
+        respHeaders['Content-Type'] = 'text/plain';
       }
     }
 
@@ -629,6 +643,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     },
     setStatus: (status) => {
       forcedStatus = status;
+    },
+    setMaxBodyBytes: (bytes) => {
+      maxBodyBytes = bytes;
+    },
+    rejectRecords: (match, status = 400, body = 'a record is refused') => {
+      rejectMatch = match ? { match, status, body } : null;
     },
     waitForRecords: (count, timeoutMs = 10_000) =>
       new Promise<ReceivedLogRecord[]>((resolve, reject) => {

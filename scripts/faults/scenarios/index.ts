@@ -8,6 +8,7 @@ import { badInput } from './bad-input.js';
 import { securitySecrets, securityTls, securityTenants, securityPaths } from './security.js';
 import { securityTcmRedirect, securitySsrf } from './security-tcm.js';
 import { replay } from './replay.js';
+import { destination401, destination413 } from './destination-refusals.js';
 
 export const SCENARIOS: Scenario[] = [
   kill9,
@@ -26,4 +27,6 @@ export const SCENARIOS: Scenario[] = [
   securityTcmRedirect,
   securitySsrf,
   replay,
+  destination401,
+  destination413,
 ];

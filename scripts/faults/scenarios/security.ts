@@ -3,7 +3,7 @@
  *
  * - secrets: recognisable secrets seeded through the config (an OTLP header from `${VAR}`, a TCM
  *   PAT through `patEnv`, an S3 secret key through `secretAccessKeyEnv`), and servers that echo
- *   them back in errors (an OTLP receiver answering 401 with the Authorization header in its
+ *   them back in errors (an OTLP receiver answering 400 with the Authorization header in its
  *   body, a TCM server quoting a wrong PAT). Every byte the daemon wrote (stdout, stderr, the
  *   state directory: checkpoints and dead letters) and /metrics, /readyz, /healthz are searched;
  * - tls: every destination type and every network source pointed at an HTTPS server whose
@@ -80,11 +80,12 @@ export const securitySecrets: Scenario = {
     };
     const receiver = await startOtlpReceiver();
     ctx.defer(() => receiver.close());
-    // a destination that refuses with a 401 quoting the credential it got
+    // a destination that refuses the content (400: dead-lettered; a 401 would hold the pipeline,
+    // not dead-letter) quoting the credential it got
     const echo = http.createServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        res.writeHead(401, { 'content-type': 'application/json' });
+        res.writeHead(400, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: 'invalid credentials', youSent: req.headers }));
       });
     });
@@ -197,7 +198,7 @@ export const securitySecrets: Scenario = {
     return resultOf(j, valid.length, ctx.peakRssMb, extra, [
       `${Object.keys(secrets).length} seeded secrets, ${leaks} found`,
       `searched ${Math.round(sizes.out / 1024)} kB of logs (LOG_LEVEL=debug), ${Math.round(sizes.state / 1024)} kB of state files`,
-      `${echoed.length} batches dead-lettered with the echoed 401 (scrubbed), ${tcmRejected} TCM sign-in rejections logged`,
+      `${echoed.length} batches dead-lettered with the echoed 400 (scrubbed), ${tcmRejected} TCM sign-in rejections logged`,
       ...notes,
     ]);
   },

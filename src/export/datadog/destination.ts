@@ -1,11 +1,12 @@
 /**
  * `type: datadog`: sends the encoder's JSON arrays to the Logs API v2 intake and classifies the
- * answer with the shared `classifyHttpStatus`: 202 accepted; 408, 429 (honouring
- * `Retry-After`) and 5xx retried; 400, 401, 403, 413 permanent (dead-lettered with Datadog's
- * error text). The API key never appears in a reason or response.
+ * answer with the shared table (http-answers.ts): 202 accepted; 408, 429 (honouring
+ * `Retry-After`) and 5xx retried; 401/403 (a wrong or revoked API key) held like an outage;
+ * 400 and 413 blame the content (the pipeline splits the batch and dead-letters only the
+ * entries at fault, with Datadog's error text). The API key never appears in a reason or response.
  */
 import type { Destination, SendOutcome } from '../destination.js';
-import { classifyHttpStatus } from '../destination.js';
+import { classifyHttpAnswer } from '../http-answers.js';
 import type { EncodingSpec } from '../encodings.js';
 import { redact, secretFromEnv, type HttpResponse } from '../http-client.js';
 import type { DatadogDestinationConfig } from './config.js';
@@ -39,9 +40,13 @@ export class DatadogDestination implements Destination {
     }
     if (res.status >= 200 && res.status < 300) return { kind: 'done' };
     const detail = datadogError(res.body);
-    const reason = redact(`HTTP ${res.status}${detail ? `: ${detail}` : ''}`, this.secrets);
-    const retryAfter = res.headers['retry-after'];
-    return classifyHttpStatus(res.status, reason, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, redact(res.body.slice(0, 2000), this.secrets));
+    return classifyHttpAnswer({
+      status: res.status,
+      ...(detail ? { detail: redact(detail, this.secrets) } : {}),
+      retryAfter: res.headers['retry-after'],
+      response: redact(res.body.slice(0, 2000), this.secrets),
+      location: res.headers.location,
+    });
   }
 
   async shutdown(): Promise<void> {

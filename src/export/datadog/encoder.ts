@@ -174,6 +174,7 @@ export function createDatadogEncoder(spec: DatadogEncoding): { encode(records: r
   return {
     encode(records) {
       const bodies: Uint8Array[] = [];
+      const counts: number[] = [];
       let truncated = 0;
       let entries: string[] = [];
       let size = 2; // the brackets
@@ -188,14 +189,18 @@ export function createDatadogEncoder(spec: DatadogEncoding): { encode(records: r
         const add = bytes + (entries.length > 0 ? 1 : 0);
         if (entries.length > 0 && (entries.length >= spec.maxEntries || size + add > spec.maxRequestBytes)) {
           bodies.push(finish(entries));
+          counts.push(entries.length);
           entries = [];
           size = 2;
         }
         size += bytes + (entries.length > 0 ? 1 : 0);
         entries.push(json);
       }
-      if (entries.length > 0) bodies.push(finish(entries));
-      return truncated > 0 ? { bodies, truncated } : { bodies };
+      if (entries.length > 0) {
+        bodies.push(finish(entries));
+        counts.push(entries.length);
+      }
+      return truncated > 0 ? { bodies, counts, truncated } : { bodies, counts };
     },
   };
 }

@@ -1,13 +1,16 @@
 /**
  * `type: splunk-hec`: sends the encoder's bodies to `/services/collector/event` and classifies
- * the answer with the shared `classifyHttpStatus` (429/503/5xx retried, honouring
- * `Retry-After`; 400/401/403 permanent, with HEC's `{"text","code"}` kept in the reason). With
+ * the answer, HEC's body `code` included, with the shared table (http-answers.ts): 429/503/5xx
+ * retried, honouring `Retry-After`; 401/403 (token invalid or disabled) and a 400 that blames
+ * our configuration (wrong index, channel) held like an outage; a 400 that blames the events
+ * (invalid format, blank event) or a 413 splits the batch to dead-letter only the events at
+ * fault. HEC's `{"text","code"}` is kept in the reason. With
  * indexer acknowledgement on, a body counts as delivered only once `/services/collector/ack`
  * says its ackId is indexed; an ack that does not come within `ack.timeout` makes it a retry.
  * The token never appears in a reason or response (they are redacted as a second guard).
  */
 import type { Destination, SendOutcome } from '../destination.js';
-import { classifyHttpStatus } from '../destination.js';
+import { classifyHttpAnswer } from '../http-answers.js';
 import type { EncodingSpec } from '../encodings.js';
 import { redact, secretFromEnv, type HttpResponse } from '../http-client.js';
 import type { SplunkHecDestinationConfig } from './config.js';
@@ -69,9 +72,15 @@ export class SplunkHecDestination implements Destination {
 
   /** A non-2xx answer → retry or rejection, with HEC's `text` and `code` in the reason. */
   private classify(res: HttpResponse, reply: HecReply | undefined): SendOutcome {
-    const detail = reply?.text !== undefined ? `: ${reply.text}${reply.code !== undefined ? ` (HEC code ${reply.code})` : ''}` : '';
-    const reason = redact(`HTTP ${res.status}${detail}`, this.secrets);
-    return classifyHttpStatus(res.status, reason, headerValue(res.headers['retry-after']), redact(res.body.slice(0, 2000), this.secrets));
+    const detail = reply?.text !== undefined ? `${reply.text}${reply.code !== undefined ? ` (HEC code ${reply.code})` : ''}` : '';
+    return classifyHttpAnswer({
+      status: res.status,
+      ...(detail ? { detail: redact(detail, this.secrets) } : {}),
+      retryAfter: headerValue(res.headers['retry-after']),
+      response: redact(res.body.slice(0, 2000), this.secrets),
+      location: res.headers.location,
+      ...(typeof reply?.code === 'number' ? { hecCode: reply.code } : {}),
+    });
   }
 
   async shutdown(): Promise<void> {

@@ -97,6 +97,7 @@ export function createSplunkHecEncoder(spec: SplunkHecEncoding): { encode(record
   return {
     encode(records) {
       const bodies: Uint8Array[] = [];
+      const counts: number[] = [];
       let parts: string[] = [];
       let size = 0;
       for (const r of records) {
@@ -104,14 +105,18 @@ export function createSplunkHecEncoder(spec: SplunkHecEncoding): { encode(record
         const bytes = Buffer.byteLength(json) + 1; // + the newline after it
         if (parts.length > 0 && size + bytes > spec.maxRequestBytes) {
           bodies.push(finish(parts.join('')));
+          counts.push(parts.length / 2);
           parts = [];
           size = 0;
         }
         parts.push(json, '\n');
         size += bytes;
       }
-      if (parts.length > 0) bodies.push(finish(parts.join('')));
-      return { bodies };
+      if (parts.length > 0) {
+        bodies.push(finish(parts.join('')));
+        counts.push(parts.length / 2);
+      }
+      return { bodies, counts };
     },
   };
 }
