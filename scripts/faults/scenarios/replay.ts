@@ -1,6 +1,7 @@
 /**
- * Replay: the destination rejects every fourth batch of a `run --once` backfill with 400 (each
- * is dead-lettered), and a few lines are not JSON. Then, after the destination is "fixed":
+ * Replay: the destination refuses the records of every fourth file of a `run --once` backfill
+ * with 400 (the run splits each batch down to those records and dead-letters them), and a few
+ * lines are not JSON. Then, after the destination is "fixed":
  *
  * - `replay --dry-run` sends nothing and counts what would be sent;
  * - `replay`, while the destination still rejects the first request: that letter stays, the
@@ -20,7 +21,7 @@ const SITE = 'b3a1c7e0-1111-4a2b-9c3d-000000000001';
 
 export const replay: Scenario = {
   name: 'replay',
-  title: 'a quarter of the batches rejected with 400, then replayed after the fix',
+  title: 'a quarter of the records refused with 400, then replayed after the fix',
   async run(ctx, { short }) {
     const FILES = short ? 10 : 40;
     const PER_FILE = short ? 300 : 500;
@@ -50,23 +51,23 @@ export const replay: Scenario = {
       tenants: [{ id: 'acme', sources: [{ type: 'directory', path: logs }], destinations: [{ type: 'otlp', name: 'siem', endpoint: receiver.url }] }],
     });
     const extra: string[] = [];
-    // one request per batch: each file's chunks fill batches exactly, and the object with bad lines is the last batch
-    const requests = Math.ceil(PER_FILE / BATCH) * FILES + 1;
-    receiver.respondNext(...Array.from({ length: requests }, (_, i) => (i % 4 === 3 ? { status: 400, body: 'rejected by the scenario' } : { status: 200 })));
+    // the destination refuses the records of every fourth file for their content: the run splits
+    // those batches down to single records, all refused, and writes one letter per batch
+    const rejectedFile = (seq: number): boolean => seq < tree.records.length && Math.floor(seq / PER_FILE) % 4 === 3;
+    receiver.rejectRecords((r) => rejectedFile(seqOf(r)!), 400, 'rejected by the scenario');
+    const expectedLetters = Array.from({ length: FILES }, (_, f) => f).filter((f) => f % 4 === 3).length * Math.ceil(PER_FILE / BATCH);
 
     const run = await ctx.run(['run', '--once', '--config', config], {}, 300_000);
     if (run.code !== 0) extra.push(`run exited ${run.code}`);
-    if (receiver.requests.length !== requests) {
-      extra.push(`the run made ${receiver.requests.length} requests, the scenario expected ${requests}`);
-      // what is left of the queued answers must not reach the replays
-      for (let i = receiver.requests.length; i < requests; i++) await fetch(receiver.logsUrl, { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: new Uint8Array(0) });
-    }
+    receiver.rejectRecords(null); // the destination is fixed
     const rejected = receiver.requests.filter((r) => r.status === 400);
     const firstUid = new Map<number, string>();
     for (const r of rejected) for (const x of r.records) firstUid.set(seqOf(x)!, x.attributes['log.record.uid'] as string);
     const batchLetters = readDeadLetters(state, 'acme').filter((l) => l.kind === 'batch').length;
     if (rejected.length === 0) extra.push('no batch was rejected: the scenario tested nothing');
-    if (batchLetters !== rejected.length) extra.push(`${rejected.length} requests rejected but ${batchLetters} batch letters written`);
+    if (batchLetters !== expectedLetters) extra.push(`${batchLetters} batch letters written, expected ${expectedLetters} (one per batch with refused records)`);
+    const refused = tree.records.filter((r) => rejectedFile(r.record.testSeq as number)).length;
+    if (firstUid.size !== refused) extra.push(`${firstUid.size} records were refused, expected ${refused}`);
     const afterRun = receiver.requests.length;
     const acceptedByRun = receiver.records().length;
 
@@ -104,7 +105,7 @@ export const replay: Scenario = {
     const letters = readDeadLetters(state, 'acme');
     const j = judge(accepted, letters, { valid, badSeqs: [], bad, dupBound: 0, rssLimitMb: 400 }, ctx.peakRssMb);
     return resultOf(j, eventsIn, ctx.peakRssMb, extra, [
-      `${rejected.length} of ${afterRun} batches rejected (${firstUid.size} records), replayed after the fix with the uid of their first attempt (${sameUid})`,
+      `${batchLetters} batches with refused records (${firstUid.size} records, ${rejected.length} of ${afterRun} requests refused while splitting), replayed after the fix with the uid of their first attempt (${sameUid})`,
       'a batch rejected again stayed for the next replay; a third replay sent nothing',
       `${bad.length} lines that are not JSON fail again at every replay and stay`,
     ]);
