@@ -3,6 +3,7 @@
  * ExportLogsServiceRequest per line, up to 1000 records each). No export, no state. Lines that
  * cannot be mapped are reported on stderr as `FILE:LINE: reason` and make the exit code 1.
  */
+import { parseJsonExact } from '../decoding/exact-json.js';
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadCatalog } from '../mapping/catalog.js';
@@ -42,7 +43,7 @@ export async function mapCommand(files: string[], options: MapOptions, out: Node
           }
           let value: unknown;
           try {
-            value = JSON.parse(item.text);
+            value = parseJsonExact(item.text);
           } catch (e) {
             bad++;
             err.write(`${file}:${item.line}: invalid JSON: ${(e as Error).message}\n`);

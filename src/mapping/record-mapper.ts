@@ -12,6 +12,7 @@ import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { eventTimeParts, fitsUnixNanos, parseEventTimeParts, toUnixNanos } from './event-time.js';
 import { compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
+import { jsonText } from '../util/json-text.js';
 import {
   ATTR_ERROR_TYPE,
   ATTR_LOG_RECORD_UID,
@@ -496,14 +497,11 @@ export class RecordMapper {
     const fields = objectFields(value);
     if (typeof fields === 'string') return { ok: false, reason: fields };
     const attrs: Record<string, AttrValue> = {};
+    // (names come from the data: own properties only, and `__proto__` is a name like any other)
     const sink: AttributeSink = {
-      has: (name) => name in attrs,
-      set: (name, v) => {
-        attrs[name] = v;
-      },
-      setField: (name, f, i) => {
-        attrs[name] = f.value(i) as AttrValue;
-      },
+      has: (name) => Object.hasOwn(attrs, name),
+      set: (name, v) => setOwn(attrs, name, v),
+      setField: (name, f, i) => setOwn(attrs, name, f.value(i) as AttrValue),
     };
     const head = this.mapInto(fields, line, ctx, sink);
     if (!head.ok) return head;
@@ -743,7 +741,7 @@ export class RecordMapper {
     const put = (name: string, spec: string | undefined): void => {
       if (!spec) return;
       const v = firstOf(rec, alternatives(spec));
-      if (v !== undefined) sink.set(name, typeof v === 'string' ? v : JSON.stringify(v));
+      if (v !== undefined) sink.set(name, typeof v === 'string' ? v : jsonText(v));
     };
     put(ATTR_TARGET_ID, target.id);
     put(ATTR_TARGET_NAME, target.name);
@@ -780,6 +778,12 @@ export class RecordMapper {
   }
 }
 
+/** `o[name] = v`, as an own property even when `name` is `__proto__`. */
+function setOwn(o: Record<string, AttrValue>, name: string, v: AttrValue): void {
+  if (name === '__proto__') Object.defineProperty(o, name, { value: v, writable: true, enumerable: true, configurable: true });
+  else o[name] = v;
+}
+
 /** Tenant records carry eventId/eventVersion and string user ids; site records carry siteLuid. */
 function guessFamily(rec: RecordFields): Family {
   if (typeof rec.get('siteLuid') === 'string' || typeof rec.get('actorUserLuid') === 'string') return 'site';
@@ -811,7 +815,7 @@ function defaultBody(eventType: string, lookup: ValueLookup): string {
 function firstString(...values: unknown[]): string | undefined {
   for (const v of values) {
     if (typeof v === 'string' && v !== '') return v;
-    if (typeof v === 'number') return String(v);
+    if (typeof v === 'number' || typeof v === 'bigint') return String(v);
   }
   return undefined;
 }

@@ -11,6 +11,7 @@ import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { DirectLogsRequestWriter } from '../export/otlp-protobuf-encoder.js';
 import { FlatJsonLine } from '../decoding/flat-json-line.js';
+import { parseJsonExact } from '../decoding/exact-json.js';
 import { toUnixNanos } from '../mapping/event-time.js';
 import { createEncoder, encodingKey, type EncodeResult, type Encoder, type EncodingSpec } from '../export/encodings.js';
 
@@ -174,8 +175,9 @@ export class ChunkProcessor {
     /** Where each of `records` came from (the object path), for a record no encoder can take. */
     const sources: Array<{ segment: number; line: number; raw: string }> = [];
     const deadLetters: ChunkDeadLetter[] = [];
-    const droppedByType: Record<string, number> = {};
-    const byType: Record<string, number> = {};
+    // counts by event type, a name from the data: no prototype ("constructor" is a count too)
+    const droppedByType: Record<string, number> = Object.create(null) as Record<string, number>;
+    const byType: Record<string, number> = Object.create(null) as Record<string, number>;
     /** A line that is not delivered, with its reason and (the start of) its text. */
     const deadLetter = (segment: number, line: number, reason: string, raw: string): void => {
       deadLetters.push({ segment, line, reason, raw: raw.slice(0, MAX_RAW_IN_DEAD_LETTER) });
@@ -222,7 +224,7 @@ export class ChunkProcessor {
     const parseAndMap = (lineText: string, seg: ChunkSegment, segIndex: number, line: number): void => {
       let value: unknown;
       try {
-        value = JSON.parse(lineText);
+        value = parseJsonExact(lineText);
       } catch (err) {
         deadLetter(segIndex, line, `invalid JSON: ${(err as Error).message}`, lineText);
         return;
