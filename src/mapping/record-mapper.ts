@@ -151,6 +151,20 @@ export interface RecordMapperOptions {
   overrides?: TenantOverrides;
   /** Called the first time an unknown event type or attribute (`<type>.<attr>`) is seen. */
   onSchemaDrift?(kind: 'eventType' | 'attribute', name: string): void;
+  /** A record with more fields than this is not mapped (dead-lettered); default DEFAULT_MAX_ATTRIBUTES_PER_RECORD. */
+  maxAttributesPerRecord?: number;
+}
+
+/**
+ * Fields a record may have (`pipeline.maxAttributesPerRecord`): Tableau's have tens. A record
+ * past it is dead-lettered, not truncated: a line of a million fields would otherwise exhaust an
+ * encode worker's heap and fail its batch on every retry.
+ */
+export const DEFAULT_MAX_ATTRIBUTES_PER_RECORD = 5000;
+
+/** The dead-letter reason of a record over the cap. */
+export function tooManyFields(cap: number): string {
+  return `record has more than ${cap} fields (pipeline.maxAttributesPerRecord; nested fields and array items count too)`;
 }
 
 /**
@@ -378,6 +392,7 @@ export class RecordMapper {
   private readonly plans = new Map<string, TypePlan>();
   private readonly failureFields: ReadonlyArray<{ field: string; equals: string | boolean; lower: string | undefined; severity: Severity }>;
   private readonly overrides: TenantOverrides;
+  private readonly maxAttributes: number;
 
   constructor(
     private readonly catalog: Catalog,
@@ -392,6 +407,7 @@ export class RecordMapper {
     };
     this.outcomeSeverity = new Map(Object.entries(d.severity.outcomes));
     this.overrides = options.overrides ?? TenantOverrides.none();
+    this.maxAttributes = options.maxAttributesPerRecord ?? DEFAULT_MAX_ATTRIBUTES_PER_RECORD;
     this.failureFields = d.severity.failureFields.map((r) => ({ ...r, lower: typeof r.equals === 'string' ? r.equals.toLowerCase() : undefined }));
   }
 
@@ -629,6 +645,7 @@ export class RecordMapper {
       return { ok: false, reason: `eventTime outside what OTLP can carry (1970 to 2554): ${JSON.stringify(String(eventTime)).slice(0, 80)}` };
     }
     const n = rec.size;
+    if (n > this.maxAttributes) return { ok: false, reason: tooManyFields(this.maxAttributes) };
     if (rec instanceof ObjectFields) {
       for (let i = 0; i < n; i++) {
         const v = rec.value(i);
