@@ -5,6 +5,7 @@ import { destinationDown, destination429, destinationSlow } from './destinations
 import { s3Restart, s3Resets, s3Throttle } from './s3.js';
 import { diskFull } from './disk-full.js';
 import { badInput } from './bad-input.js';
+import { poisonLines } from './poison-lines.js';
 import { securitySecrets, securityTls, securityTenants, securityPaths } from './security.js';
 
-export const SCENARIOS: Scenario[] = [kill9, destinationDown, destination429, destinationSlow, s3Restart, s3Resets, s3Throttle, diskFull, badInput, securitySecrets, securityTls, securityTenants, securityPaths];
+export const SCENARIOS: Scenario[] = [kill9, destinationDown, destination429, destinationSlow, s3Restart, s3Resets, s3Throttle, diskFull, badInput, poisonLines, securitySecrets, securityTls, securityTenants, securityPaths];
