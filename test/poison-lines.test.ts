@@ -68,13 +68,25 @@ interface Letter {
   raw: string;
 }
 
-async function runLines(lines: string[], opts: { batchSize?: number; wrap?: (p: EncodeWorkerPool) => EncodeWorkerPool; maxAttributesPerRecord?: number } = {}) {
+/** The pipeline's modules: from src/ (in-process encoding), or the build (dist/, whose encode workers are real threads). */
+const SRC = { CheckpointSaver, CheckpointStore, DeadLetterStore, EncodeWorkerPool, SourceRunner };
+async function built(): Promise<typeof SRC> {
+  return {
+    ...((await import('../dist/pipeline/source-runner.js')) as typeof import('../src/pipeline/source-runner.js')),
+    ...((await import('../dist/pipeline/checkpoint-store.js')) as typeof import('../src/pipeline/checkpoint-store.js')),
+    ...((await import('../dist/pipeline/dead-letter-store.js')) as typeof import('../src/pipeline/dead-letter-store.js')),
+    ...((await import('../dist/pipeline/worker-pool.js')) as typeof import('../src/pipeline/worker-pool.js')),
+  };
+}
+
+async function runLines(lines: string[], opts: { batchSize?: number; wrap?: (p: EncodeWorkerPool) => EncodeWorkerPool; maxAttributesPerRecord?: number; workers?: number } = {}) {
+  const { CheckpointSaver, CheckpointStore, DeadLetterStore, EncodeWorkerPool, SourceRunner } = opts.workers ? await built() : SRC;
   receiver = await startOtlpReceiver();
   const dir = tempDir();
   const log = silentLogger();
   const deadLetters = new DeadLetterStore(join(dir, 'dead-letter'));
   const checkpoints = new CheckpointSaver(new CheckpointStore(dir), deadLetters, 0, log);
-  const real = new EncodeWorkerPool(0, { catalog, scope: { name: 't', version: '0' }, tenants: [{ id: 't' }], ...(opts.maxAttributesPerRecord ? { maxAttributesPerRecord: opts.maxAttributesPerRecord } : {}) });
+  const real = new EncodeWorkerPool(opts.workers ?? 0, { catalog, scope: { name: 't', version: '0' }, tenants: [{ id: 't' }], ...(opts.maxAttributesPerRecord ? { maxAttributesPerRecord: opts.maxAttributesPerRecord } : {}) });
   pool = real;
   const settings = { ...DEFAULT_PIPELINE_SETTINGS, batchSize: opts.batchSize ?? 1000, maxLineBytes: 64 * 1024 * 1024, retry: { initialDelayMs: 10, maxDelayMs: 50, maxElapsedMs: 5_000 } };
   const stats = new PipelineStats();
@@ -199,4 +211,18 @@ describe('a batch that fails while processing', () => {
     expect(checkpoint.done).toBe(true);
     expect(failures).toBeGreaterThan(4);
   });
+});
+
+describe('a line that kills its encode worker', () => {
+  it('out of memory: the worker is replaced, the batch split, that line dead-lettered and the others delivered', async () => {
+    // (a cap raised far enough to let a record of a million fields through to a worker's heap)
+    const fields: string[] = [];
+    for (let f = 0; f < 999_000; f++) fields.push(`"attribute_${f}":"v${f}"`);
+    const huge = `{"eventTime":"2026-11-29T10:00:00Z","seq":2,${fields.join(',')}}`;
+    const { records, letters, checkpoint } = await runLines([line(1), huge, line(3)], { workers: 1, maxAttributesPerRecord: 1_000_000 });
+    expect(records.map((r) => r.attributes['tableau.seq']).sort()).toEqual([1, 3]);
+    expect(letters.map((l) => l.line)).toEqual([2]);
+    expect(letters[0]!.reason).toMatch(/^cannot process this line \(the encode worker processing it died; .*\): .*memory/);
+    expect(checkpoint.done).toBe(true);
+  }, 180_000);
 });
