@@ -4,12 +4,13 @@
  * JSON.parse gives it (same objects, key order, duplicate keys, `__proto__` as an own key).
  *
  * JSON.parse runs first (it validates the text and its error message is the one reported);
- * only a text with a run of 16 or more digits, where such a literal may be, is read again by
+ * only when its result holds a number that is an integer beyond 2^53 (what such a literal
+ * becomes, and what only such literals and exponents like 1e300 become) is the text read again by
  * the small parser below, which therefore only ever sees valid JSON.
  */
 export function parseJsonExact(text: string): unknown {
   const value: unknown = JSON.parse(text);
-  if (!MAYBE_BIG_INTEGER.test(text)) return value;
+  if (!holdsUnsafeInteger(value)) return value;
   try {
     return new ExactParser(text).value();
   } catch (err) {
@@ -19,7 +20,24 @@ export function parseJsonExact(text: string): unknown {
   }
 }
 
-const MAYBE_BIG_INTEGER = /\d{16}/;
+const unsafeInteger = (x: number): boolean => !Number.isSafeInteger(x) && Number.isInteger(x);
+
+/** Whether a parsed value holds an integer-valued number beyond 2^53 (a walk of its values: cheaper than a look at the text). */
+function holdsUnsafeInteger(v: unknown): boolean {
+  if (typeof v === 'number') return unsafeInteger(v);
+  if (v === null || typeof v !== 'object') return false;
+  const stack: object[] = [v];
+  while (stack.length > 0) {
+    const o = stack.pop() as Record<string, unknown>;
+    for (const k in o) {
+      const x = o[k];
+      if (typeof x === 'number') {
+        if (unsafeInteger(x)) return true;
+      } else if (x !== null && typeof x === 'object') stack.push(x);
+    }
+  }
+  return false;
+}
 
 /** An integer literal's value: a number when a double holds it exactly, else a bigint. */
 export function integerLiteral(literal: string): number | bigint {
