@@ -32,7 +32,6 @@ interface Pending {
   input?: SharedRange[];
   /** Shared output buffer lent to the task, or -1. */
   output: number;
-  transfer: ArrayBuffer[];
   /** Sent again once already, after its worker died with another task in it. */
   retried?: boolean;
   resolve(r: ChunkResult): void;
@@ -126,8 +125,7 @@ export class EncodeWorkerPool {
     }
     this.slots[i] = this.spawn();
     for (const p of orphans) {
-      // (a task whose bytes were transferred to the dead worker cannot be re-sent)
-      if (p.retried || orphans.length === 1 || p.transfer.length > 0) p.reject(processingError(p.task, err.message, true));
+      if (p.retried || orphans.length === 1) p.reject(processingError(p.task, err.message, true));
       else {
         p.retried = true;
         this.queue.unshift(p);
@@ -139,9 +137,11 @@ export class EncodeWorkerPool {
   /**
    * Process a task in a worker. The segments are copied into a shared input buffer and the
    * bodies come back in a shared output buffer when the pool has them free; otherwise segment
-   * bytes are moved (transferred, not copied) and bodies come in buffers of their own. Call the
-   * result's `release()` when the batch is done with: the shared buffers go back to the pool
-   * (until then the result's payloads and segments stay valid).
+   * bytes are copied into a shared buffer of their own (never moved: a task whose worker dies is
+   * retried with them) and bodies come in buffers of their own. Call the result's `release()`
+   * when the batch is done with: the shared buffers go back to the pool (until then the result's
+   * payloads and segments stay valid). A task that fails while processed rejects with a
+   * ChunkProcessingError.
    */
   run(task: ChunkTask): Promise<ChunkResult> {
     let total = 0;
@@ -173,7 +173,6 @@ export class EncodeWorkerPool {
       return Promise.reject(new Error('encode worker pool is closed'));
     }
     if (total <= INPUT_BUFFER_BYTES) input = this.inputs.acquire();
-    const transfer: ArrayBuffer[] = [];
     let ranges: SharedRange[] | undefined;
     if (input >= 0) {
       const buf = this.inputs.buffers[input]!;
@@ -205,7 +204,7 @@ export class EncodeWorkerPool {
       }
     }
     return new Promise<ChunkResult>((resolve, reject) => {
-      this.queue.push({ task, ...(ranges ? { input: ranges } : {}), output, transfer, resolve, reject });
+      this.queue.push({ task, ...(ranges ? { input: ranges } : {}), output, resolve, reject });
       this.pump();
     }).then(
       (result) => ({ ...result, release }),
@@ -245,7 +244,7 @@ export class EncodeWorkerPool {
         ...(p.input ? { input: p.input } : {}),
         output: p.output,
       };
-      best.worker.postMessage(msg, p.transfer);
+      best.worker.postMessage(msg);
     }
   }
 
