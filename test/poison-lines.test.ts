@@ -79,7 +79,8 @@ async function built(): Promise<typeof SRC> {
   };
 }
 
-async function runLines(lines: string[], opts: { batchSize?: number; wrap?: (p: EncodeWorkerPool) => EncodeWorkerPool; maxAttributesPerRecord?: number; workers?: number } = {}) {
+async function runLines(lines: string[], opts: { batchSize?: number; wrap?: (p: EncodeWorkerPool) => EncodeWorkerPool; maxAttributesPerRecord?: number; workers?: number; key?: string; drains?: number } = {}) {
+  const key = opts.key ?? 'no/layout/poison.txt';
   const { CheckpointSaver, CheckpointStore, DeadLetterStore, EncodeWorkerPool, SourceRunner } = opts.workers ? await built() : SRC;
   receiver = await startOtlpReceiver();
   const dir = tempDir();
@@ -92,11 +93,11 @@ async function runLines(lines: string[], opts: { batchSize?: number; wrap?: (p: 
   const stats = new PipelineStats();
   const metrics = new DaemonMetrics();
   const runner = new SourceRunner(
-    new LinesSource('no/layout/poison.txt', lines),
+    new LinesSource(key, lines),
     { tenantId: 't', pool: opts.wrap ? opts.wrap(real) : real, destinations: [new OtlpDestination({ type: 'otlp', endpoint: receiver.url })], deadLetters, checkpoints, stats, log, settings, metrics, driftSeen: new Set() },
     new AbortController().signal,
   );
-  await runner.drain(new AbortController().signal);
+  for (let i = 0; i < (opts.drains ?? 1); i++) await runner.drain(new AbortController().signal);
   const dlDir = join(dir, 'dead-letter');
   const letters: Letter[] = existsSync(dlDir)
     ? readdirSync(dlDir).flatMap((f) =>
@@ -108,7 +109,7 @@ async function runLines(lines: string[], opts: { batchSize?: number; wrap?: (p: 
       )
     : [];
   const checkpoint = JSON.parse(readFileSync(join(dir, 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number; done?: boolean }> }> };
-  return { records: receiver.records(), letters, stats, metrics, checkpoint: checkpoint.sources.lines!.objects['no/layout/poison.txt']! };
+  return { records: receiver.records(), letters, stats, metrics, checkpoint: Object.getOwnPropertyDescriptor(checkpoint.sources.lines!.objects, key)?.value as { line: number; done?: boolean } };
 }
 
 const line = (seq: number, extra: Record<string, unknown> = {}): string => JSON.stringify({ eventTime: '2026-11-29T10:00:00Z', actorUserLuid: 'u', seq, ...extra });
@@ -151,6 +152,16 @@ describe('lines named like Object.prototype members', () => {
     expect(Object.entries(last.attributes['tableau.__proto__'] as object)).toEqual([['polluted', true]]);
     expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
   });
+});
+
+describe('objects named like Object.prototype members', () => {
+  for (const key of ['__proto__', 'constructor', 'hasOwnProperty']) {
+    it(`an object keyed ${key} is read once and its progress kept`, async () => {
+      const { records, checkpoint } = await runLines([line(1), line(2)], { key, drains: 3 });
+      expect(records.map((r) => r.attributes['tableau.seq'])).toEqual([1, 2]);
+      expect(checkpoint).toMatchObject({ line: 2, done: true });
+    });
+  }
 });
 
 describe('a record with very many fields', () => {
