@@ -3,13 +3,13 @@
  * ExportLogsServiceRequest per line, up to 1000 records each). No export, no state. Lines that
  * cannot be mapped are reported on stderr as `FILE:LINE: reason` and make the exit code 1.
  */
-import { parseJsonExact } from '../decoding/exact-json.js';
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadCatalog } from '../mapping/catalog.js';
 import { RecordMapper } from '../mapping/record-mapper.js';
 import type { MappedLogRecord } from '../mapping/log-record.js';
 import { objectLines } from '../decoding/object-lines.js';
+import { parseJsonExact } from '../decoding/exact-json.js';
 import { parseObjectKey } from '../decoding/object-key.js';
 import { uidPrefixFor } from '../sources/source.js';
 import { OtelLogRecordBuilder } from '../export/otel-log-records.js';
