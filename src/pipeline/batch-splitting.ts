@@ -44,6 +44,7 @@ export async function runSplittingOnFailure(run: RunTask, task: ChunkTask, onFai
 }
 
 async function splitAndRun(run: RunTask, task: ChunkTask, segments: ChunkSegment[], lines: LineRef[], failure: ChunkProcessingError, parts: ChunkResult[]): Promise<void> {
+  if (lines.length === 0) return; // (no line to blame: nothing of the batch is lost either)
   if (lines.length === 1) {
     parts.push(failedLine(segments, lines[0]!, failure, task.encodings.length));
     return;
