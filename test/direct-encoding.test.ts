@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { RecordMapper } from '../src/mapping/record-mapper.js';
 import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
+import { parseJsonExact } from '../src/decoding/exact-json.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
 import { encodeLogsRequest, DirectLogsRequestWriter, ProtoWriter } from '../src/export/otlp-protobuf-encoder.js';
 import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
@@ -39,12 +40,12 @@ function both(items: Array<{ key: string; value: unknown; line: number; text?: s
     const ctx = { keyInfo: parseObjectKey(key), uidPrefix: 'abc' };
     const a = objectMapper.map(value, line, ctx, OBSERVED);
     const b = directMapper.mapDirect(value, line, ctx, OBSERVED, writer);
-    expect(b.ok, JSON.stringify(value).slice(0, 200)).toBe(a.ok);
+    expect(b.ok, canon(value).slice(0, 200)).toBe(a.ok);
     const bytes = Buffer.from(text ?? JSON.stringify(value));
     const scannable = scanned.scan(bytes, 0, bytes.length);
     if (scannable) scannedLines++;
     const c = scannable ? lineMapper.mapLineDirect(scanned, line, ctx, OBSERVED, lineWriter) : lineMapper.mapDirect(value, line, ctx, OBSERVED, lineWriter);
-    expect(c.ok, JSON.stringify(value).slice(0, 200)).toBe(a.ok);
+    expect(c.ok, canon(value).slice(0, 200)).toBe(a.ok);
     if (!a.ok && !c.ok) expect(c.reason).toBe(a.reason);
     if (a.ok) records.push(a.record);
   }
@@ -141,6 +142,36 @@ describe('direct OTLP protobuf path = object path', () => {
     const raw = viaDirect.find((r) => r.attributes['tableau.raw.workbook_luid'] !== undefined)!;
     expect(raw.attributes['tableau.workbook_luid']).toBe('a');
     expect(raw.attributes['tableau.raw.eventType']).toBe('other');
+  });
+});
+
+describe('integers beyond 2^53: the three paths agree, digit for digit', () => {
+  it('2^53+1, INT64_MAX, INT64_MIN, INT64_MAX+1, -2^63-1, 1e300, 12345678901234567890', () => {
+    const key = 'pod=p/siteLuid=s/y=2026/m=11/d=29/h=10/eventType=vizql_http_request/f.txt';
+    const literals = ['9007199254740993', '9223372036854775807', '-9223372036854775808', '9223372036854775808', '-9223372036854775809', '1e300', '12345678901234567890', '9007199254740992', '-9007199254740993'];
+    const fields = literals.map((l, i) => `"n${i}":${l}`).join(',');
+    const texts = [
+      `{"eventTime":"2026-11-29T10:00:00Z",${fields}}`, // scanned in place
+      `{"eventTime":"2026-11-29T10:00:00Z","esc":"a\\u0041",${fields}}`, // declined by the scanner: JSON.parse's path
+      `{"eventTime":"2026-11-29T10:00:00Z","nested":{"v":[${literals.join(',')}]},${fields}}`,
+    ];
+    const items = texts.map((text, i) => ({ key, value: parseJsonExact(text), line: i + 1, text }));
+    const { viaObjects, viaDirect, scannedLines } = both(items);
+    expect(scannedLines).toBe(1);
+    expect(viaDirect.map(canon).sort()).toEqual(viaObjects.map(canon).sort());
+    for (const r of viaDirect) {
+      expect(literals.map((_, i) => [r.attributeKinds[`tableau.n${i}`], r.attributes[`tableau.n${i}`]])).toEqual([
+        ['int', 9007199254740993n],
+        ['int', 9223372036854775807n],
+        ['int', -9223372036854775808n],
+        ['double', 9223372036854775808],
+        ['double', -9223372036854775808],
+        ['double', 1e300],
+        ['double', 12345678901234567890],
+        ['int', 9007199254740992n],
+        ['int', -9007199254740993n],
+      ]);
+    }
   });
 });
 

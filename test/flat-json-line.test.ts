@@ -2,9 +2,12 @@
  * The in-place line scanner must read a line exactly as JSON.parse does, or decline it (the
  * pipeline then uses JSON.parse): for every line here, either scan() is false, or the fields it
  * gives (names, order, values) are JSON.parse's. Lines JSON.parse rejects must be declined.
+ * (JSON.parse as parseJsonExact calls it: integer literals beyond 2^53 are bigints with their
+ * digits, on both sides.)
  */
 import { describe, it, expect } from 'vitest';
 import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
+import { parseJsonExact } from '../src/decoding/exact-json.js';
 
 function fieldsOf(s: FlatJsonLine): Array<[string, unknown]> {
   const out: Array<[string, unknown]> = [];
@@ -21,7 +24,7 @@ function scan(s: FlatJsonLine, text: string | Buffer): boolean {
 
 function parsedOrUndefined(text: string): unknown {
   try {
-    return JSON.parse(text);
+    return parseJsonExact(text);
   } catch {
     return undefined;
   }

@@ -140,7 +140,8 @@ describe('schema drift reporting', () => {
     } as unknown as ReturnType<typeof silentLogger>;
     const deadLetters = new DeadLetterStore(join(dir, 'dead-letter'));
     const checkpoints = new CheckpointSaver(new CheckpointStore(dir), deadLetters, 0, silentLogger());
-    const pool = new EncodeWorkerPool(0, { catalog: loadCatalog(), scope: { name: 't', version: '0' }, tenants: [{ id: 't' }] });
+    // (5003 fields: over the default pipeline.maxAttributesPerRecord, raised here)
+    const pool = new EncodeWorkerPool(0, { catalog: loadCatalog(), scope: { name: 't', version: '0' }, tenants: [{ id: 't' }], maxAttributesPerRecord: 10_000 });
     const wide: Record<string, unknown> = { eventTime: '2026-11-29T01:00:00Z', actorUserLuid: 'u', testSeq: 1 };
     for (let i = 0; i < 5000; i++) wide[`madeUp${i}`] = i;
     const source: Source = {

@@ -359,7 +359,7 @@ export class Daemon {
       tenants.set(t.id, { config: t, overridesFile, fingerprint });
       poolTenants.push(`${t.id}=${overridesFile ?? ''}#${overridesHash ?? ''}`);
     }
-    const poolKey = sha256(JSON.stringify({ catalogHash, workers, poolTenants }));
+    const poolKey = sha256(JSON.stringify({ catalogHash, workers, poolTenants, maxAttributesPerRecord: config.pipeline.maxAttributesPerRecord }));
     return { loaded, catalog, stateDir, settings, workers, poolKey, tenants };
   }
 
@@ -397,6 +397,7 @@ export class Daemon {
         catalog: plan.catalog,
         scope: this.scope,
         tenants: [...plan.tenants.values()].map((t) => (t.overridesFile ? { id: t.config.id, overridesFile: t.overridesFile } : { id: t.config.id })),
+        maxAttributesPerRecord: plan.loaded.config.pipeline.maxAttributesPerRecord,
       },
       plan.poolKey,
     );

@@ -9,6 +9,7 @@ import { loadCatalog } from '../mapping/catalog.js';
 import { RecordMapper } from '../mapping/record-mapper.js';
 import type { MappedLogRecord } from '../mapping/log-record.js';
 import { objectLines } from '../decoding/object-lines.js';
+import { parseJsonExact } from '../decoding/exact-json.js';
 import { parseObjectKey } from '../decoding/object-key.js';
 import { uidPrefixFor } from '../sources/source.js';
 import { OtelLogRecordBuilder } from '../export/otel-log-records.js';
@@ -42,7 +43,7 @@ export async function mapCommand(files: string[], options: MapOptions, out: Node
           }
           let value: unknown;
           try {
-            value = JSON.parse(item.text);
+            value = parseJsonExact(item.text);
           } catch (e) {
             bad++;
             err.write(`${file}:${item.line}: invalid JSON: ${(e as Error).message}\n`);

@@ -12,6 +12,7 @@
  * whose result (or error message) is the reference.
  */
 import type { AttrValue } from '../mapping/log-record.js';
+import { integerLiteral } from './exact-json.js';
 
 export const KIND_STRING = 1;
 export const KIND_NUMBER = 2;
@@ -274,8 +275,11 @@ export class FlatJsonLine implements RecordFields {
     }
   }
 
-  /** A number field's value, exactly as JSON.parse reads it. */
-  number(i: number): number {
+  /**
+   * A number field's value, as JSON.parse reads it, except that an integer literal beyond 2^53
+   * is a bigint with its exact digits (as parseJsonExact gives it, decoding/exact-json.ts).
+   */
+  number(i: number): number | bigint {
     const buf = this.buf;
     let p = this.starts[i]!;
     const e = this.ends[i]!;
@@ -291,7 +295,12 @@ export class FlatJsonLine implements RecordFields {
       }
       return neg ? -v : v;
     }
-    return Number(buf.toString('latin1', this.starts[i], e));
+    const literal = buf.toString('latin1', this.starts[i], e);
+    for (; p < e; p++) {
+      const c = buf[p]!;
+      if (c < 0x30 || c > 0x39) return Number(literal); // a fraction or an exponent
+    }
+    return integerLiteral(literal);
   }
 }
 

@@ -14,10 +14,11 @@
  * Nested messages reserve one length byte and shift their content in the rare case it is longer
  * than 127 bytes, so lengths are always minimal varints.
  */
-import type { AttrValue, InstrumentationScopeInfo, MappedLogRecord, ResourceDescriptor } from '../mapping/log-record.js';
+import { fitsInt64, type AttrValue, type InstrumentationScopeInfo, type MappedLogRecord, type ResourceDescriptor } from '../mapping/log-record.js';
 import type { DirectRecordWriter } from '../mapping/record-mapper.js';
 import { FlatJsonLine, KIND_STRING, KIND_STRING_UTF8, type RecordFields } from '../decoding/flat-json-line.js';
 import { toUnixNanos } from '../mapping/event-time.js';
+import { jsonText } from '../util/json-text.js';
 
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
@@ -101,10 +102,15 @@ export class ProtoWriter {
     buf[this.pos++] = v;
   }
 
-  /** int64 as protobuf encodes it: negative numbers are ten bytes of two's complement. */
+  /** int64 as protobuf encodes it (`v` a safe integer): negative numbers are ten bytes of two's complement. */
   int64(v: number): void {
     if (v >= 0) return this.varint(v);
-    let big = BigInt.asUintN(64, BigInt(v));
+    this.int64Big(BigInt(v));
+  }
+
+  /** int64 of a bigint within int64's range. */
+  int64Big(v: bigint): void {
+    let big = BigInt.asUintN(64, v);
     if (this.pos + 10 > this.buf.length) this.grow(10);
     while (big > 127n) {
       this.buf[this.pos++] = Number(big & 127n) | 128;
@@ -324,7 +330,9 @@ function anyValue(w: ProtoWriter, v: AttrValue, depth: number): void {
       w.byte(v ? 1 : 0);
       return;
     case 'number':
-      if (Number.isInteger(v) && v <= 9223372036854775807 && v >= -9223372036854775808) {
+      // an integer a double holds exactly goes as int64; any other number (a fraction, or an
+      // integer written with a fraction or exponent beyond 2^53, e.g. 1e300) as a double
+      if (Number.isSafeInteger(v)) {
         w.byte(T_AV_INT);
         w.int64(v);
       } else {
@@ -332,11 +340,21 @@ function anyValue(w: ProtoWriter, v: AttrValue, depth: number): void {
         w.double(v);
       }
       return;
+    case 'bigint':
+      // an integer literal beyond 2^53: exact as int64 where it fits, else the nearest double
+      if (fitsInt64(v)) {
+        w.byte(T_AV_INT);
+        w.int64Big(v);
+      } else {
+        w.byte(T_AV_DOUBLE);
+        w.double(Number(v));
+      }
+      return;
     case 'object': {
       if (v === null) return; // empty AnyValue
       if (depth > MAX_NATIVE_VALUE_DEPTH) {
         w.byte(T_AV_STRING);
-        w.string(JSON.stringify(v));
+        w.string(jsonText(v));
         return;
       }
       if (Array.isArray(v)) {

@@ -4,6 +4,8 @@
  *   `user {user} [{groupOperation}] user {userLuid} [in group {groupName|groupLuid}]`
  * Compiled once per event type into a function over the record.
  */
+import { jsonText } from '../util/json-text.js';
+
 export type ValueLookup = (name: string) => unknown;
 
 type Part = { kind: 'text'; text: string } | { kind: 'field'; names: string[] } | { kind: 'optional'; parts: Part[] };
@@ -67,8 +69,8 @@ export function templateFields(template: string): string[] {
 function show(v: unknown): string | undefined {
   if (v === null || v === undefined || v === '') return undefined;
   if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return JSON.stringify(v);
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  return jsonText(v);
 }
 
 export function compileTemplate(template: string): (lookup: ValueLookup) => string {

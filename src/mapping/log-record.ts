@@ -1,5 +1,18 @@
 /** The mapper's output: one OpenTelemetry log record, independent of any exporter's types. */
-export type AttrValue = string | number | boolean | AttrValue[] | { [key: string]: AttrValue | null } | null;
+
+/**
+ * A record's value. An integer literal beyond 2^53 (which a double cannot hold exactly) is a
+ * `bigint` with its exact digits; every other number is a `number` (see README, "Integers").
+ */
+export type AttrValue = string | number | bigint | boolean | AttrValue[] | { [key: string]: AttrValue | null } | null;
+
+export const INT64_MAX = 9223372036854775807n;
+export const INT64_MIN = -9223372036854775808n;
+
+/** Whether a bigint value fits an int64 (OTLP's intValue); beyond, it goes as a double. */
+export function fitsInt64(v: bigint): boolean {
+  return v <= INT64_MAX && v >= INT64_MIN;
+}
 
 export interface ResourceDescriptor {
   /** Stable identity of the attribute set, for grouping records into ResourceLogs. */

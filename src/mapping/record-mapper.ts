@@ -12,6 +12,7 @@ import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { eventTimeParts, fitsUnixNanos, parseEventTimeParts, toUnixNanos } from './event-time.js';
 import { compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
+import { jsonText } from '../util/json-text.js';
 import {
   ATTR_ERROR_TYPE,
   ATTR_LOG_RECORD_UID,
@@ -150,6 +151,20 @@ export interface RecordMapperOptions {
   overrides?: TenantOverrides;
   /** Called the first time an unknown event type or attribute (`<type>.<attr>`) is seen. */
   onSchemaDrift?(kind: 'eventType' | 'attribute', name: string): void;
+  /** A record with more fields than this is not mapped (dead-lettered); default DEFAULT_MAX_ATTRIBUTES_PER_RECORD. */
+  maxAttributesPerRecord?: number;
+}
+
+/**
+ * Fields a record may have (`pipeline.maxAttributesPerRecord`): Tableau's have tens. A record
+ * past it is dead-lettered, not truncated: a line of a million fields would otherwise exhaust an
+ * encode worker's heap and fail its batch on every retry.
+ */
+export const DEFAULT_MAX_ATTRIBUTES_PER_RECORD = 5000;
+
+/** The dead-letter reason of a record over the cap. */
+export function tooManyFields(cap: number): string {
+  return `record has more than ${cap} fields (pipeline.maxAttributesPerRecord; nested fields and array items count too)`;
 }
 
 /**
@@ -377,6 +392,7 @@ export class RecordMapper {
   private readonly plans = new Map<string, TypePlan>();
   private readonly failureFields: ReadonlyArray<{ field: string; equals: string | boolean; lower: string | undefined; severity: Severity }>;
   private readonly overrides: TenantOverrides;
+  private readonly maxAttributes: number;
 
   constructor(
     private readonly catalog: Catalog,
@@ -391,6 +407,7 @@ export class RecordMapper {
     };
     this.outcomeSeverity = new Map(Object.entries(d.severity.outcomes));
     this.overrides = options.overrides ?? TenantOverrides.none();
+    this.maxAttributes = options.maxAttributesPerRecord ?? DEFAULT_MAX_ATTRIBUTES_PER_RECORD;
     this.failureFields = d.severity.failureFields.map((r) => ({ ...r, lower: typeof r.equals === 'string' ? r.equals.toLowerCase() : undefined }));
   }
 
@@ -496,14 +513,11 @@ export class RecordMapper {
     const fields = objectFields(value);
     if (typeof fields === 'string') return { ok: false, reason: fields };
     const attrs: Record<string, AttrValue> = {};
+    // (names come from the data: own properties only, and `__proto__` is a name like any other)
     const sink: AttributeSink = {
-      has: (name) => name in attrs,
-      set: (name, v) => {
-        attrs[name] = v;
-      },
-      setField: (name, f, i) => {
-        attrs[name] = f.value(i) as AttrValue;
-      },
+      has: (name) => Object.hasOwn(attrs, name),
+      set: (name, v) => setOwn(attrs, name, v),
+      setField: (name, f, i) => setOwn(attrs, name, f.value(i) as AttrValue),
     };
     const head = this.mapInto(fields, line, ctx, sink);
     if (!head.ok) return head;
@@ -631,6 +645,7 @@ export class RecordMapper {
       return { ok: false, reason: `eventTime outside what OTLP can carry (1970 to 2554): ${JSON.stringify(String(eventTime)).slice(0, 80)}` };
     }
     const n = rec.size;
+    if (n > this.maxAttributes) return { ok: false, reason: tooManyFields(this.maxAttributes) };
     if (rec instanceof ObjectFields) {
       for (let i = 0; i < n; i++) {
         const v = rec.value(i);
@@ -743,7 +758,7 @@ export class RecordMapper {
     const put = (name: string, spec: string | undefined): void => {
       if (!spec) return;
       const v = firstOf(rec, alternatives(spec));
-      if (v !== undefined) sink.set(name, typeof v === 'string' ? v : JSON.stringify(v));
+      if (v !== undefined) sink.set(name, typeof v === 'string' ? v : jsonText(v));
     };
     put(ATTR_TARGET_ID, target.id);
     put(ATTR_TARGET_NAME, target.name);
@@ -780,6 +795,12 @@ export class RecordMapper {
   }
 }
 
+/** `o[name] = v`, as an own property even when `name` is `__proto__`. */
+function setOwn(o: Record<string, AttrValue>, name: string, v: AttrValue): void {
+  if (name === '__proto__') Object.defineProperty(o, name, { value: v, writable: true, enumerable: true, configurable: true });
+  else o[name] = v;
+}
+
 /** Tenant records carry eventId/eventVersion and string user ids; site records carry siteLuid. */
 function guessFamily(rec: RecordFields): Family {
   if (typeof rec.get('siteLuid') === 'string' || typeof rec.get('actorUserLuid') === 'string') return 'site';
@@ -811,7 +832,7 @@ function defaultBody(eventType: string, lookup: ValueLookup): string {
 function firstString(...values: unknown[]): string | undefined {
   for (const v of values) {
     if (typeof v === 'string' && v !== '') return v;
-    if (typeof v === 'number') return String(v);
+    if (typeof v === 'number' || typeof v === 'bigint') return String(v);
   }
   return undefined;
 }

@@ -21,6 +21,7 @@ import { globMatcher } from '../util/glob.js';
 import { FileError, parseYaml, positionOf, readTextFile, validateYaml } from '../util/yaml-file.js';
 import { substituteEnvInYaml } from '../daemon/env-substitution.js';
 import type { AttrValue } from './log-record.js';
+import { jsonText } from '../util/json-text.js';
 import { outputNamesOf, type Catalog } from './catalog.js';
 import { DERIVED_ATTRIBUTES } from './record-mapper.js';
 
@@ -144,7 +145,7 @@ export class TenantOverrides {
         else if (this.hashAttr(name)) attrs[name] = this.hmac(attrs[name]);
       }
       for (const [from, to] of this.rename) {
-        if (from in attrs) {
+        if (Object.hasOwn(attrs, from)) {
           attrs[to] = attrs[from]!;
           delete attrs[from];
         }
@@ -154,7 +155,7 @@ export class TenantOverrides {
   }
 
   private hmac(value: AttrValue): string {
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    const text = typeof value === 'string' ? value : jsonText(value);
     return createHmac('sha256', this.file.hashKey!).update(text).digest('hex');
   }
 }

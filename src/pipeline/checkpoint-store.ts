@@ -56,6 +56,8 @@ export class CheckpointStore {
     if (parsed.version !== 1 || typeof parsed.sources !== 'object') {
       throw new Error(`${this.file}: not a checkpoint file of this version`);
     }
+    // objects by key, a name from the data: no prototype (an object named `__proto__` is an object like any other)
+    for (const s of Object.values(parsed.sources)) if (s && typeof s.objects === 'object') s.objects = Object.assign(Object.create(null) as SourceCheckpoint['objects'], s.objects);
     return parsed;
   }
 
@@ -63,7 +65,7 @@ export class CheckpointStore {
   source(id: string): SourceCheckpoint {
     let s = this.data.sources[id];
     if (!s) {
-      s = { objects: {} };
+      s = { objects: Object.create(null) as SourceCheckpoint['objects'] };
       this.data.sources[id] = s;
     }
     return s;

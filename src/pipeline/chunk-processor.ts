@@ -5,12 +5,13 @@
  * what happened (records, dead letters, drops, drift) and the main thread records it.
  */
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
-import { RecordMapper, type DirectMapped, type MapResult, type SchemaDriftCounters } from '../mapping/record-mapper.js';
+import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, RecordMapper, tooManyFields, type DirectMapped, type MapResult, type SchemaDriftCounters } from '../mapping/record-mapper.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
 import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { DirectLogsRequestWriter } from '../export/otlp-protobuf-encoder.js';
 import { FlatJsonLine } from '../decoding/flat-json-line.js';
+import { parseJsonExact } from '../decoding/exact-json.js';
 import { toUnixNanos } from '../mapping/event-time.js';
 import { createEncoder, encodingKey, type EncodeResult, type Encoder, type EncodingSpec } from '../export/encodings.js';
 
@@ -27,6 +28,8 @@ export interface ProcessorInit {
   mappingsDir?: string;
   scope: InstrumentationScopeInfo;
   tenants: ProcessorTenant[];
+  /** `pipeline.maxAttributesPerRecord` (default DEFAULT_MAX_ATTRIBUTES_PER_RECORD). */
+  maxAttributesPerRecord?: number;
 }
 
 export interface ChunkSegment {
@@ -106,13 +109,15 @@ export class ChunkProcessor {
   private readonly strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   private readonly scanned = new FlatJsonLine();
   private readonly directWriter: DirectLogsRequestWriter;
+  private readonly maxFields: number;
 
   constructor(private readonly init: ProcessorInit) {
+    this.maxFields = init.maxAttributesPerRecord ?? DEFAULT_MAX_ATTRIBUTES_PER_RECORD;
     this.catalog = init.catalog ?? loadCatalog(init.mappingsDir);
     this.directWriter = new DirectLogsRequestWriter(init.scope);
     for (const t of init.tenants) {
       const overrides: TenantOverrides | undefined = t.overridesFile ? loadOverrides(t.overridesFile) : undefined;
-      this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, ...(overrides ? { overrides } : {}) }));
+      this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, maxAttributesPerRecord: this.maxFields, ...(overrides ? { overrides } : {}) }));
     }
   }
 
@@ -180,8 +185,9 @@ export class ChunkProcessor {
     /** Where each of `records` came from (the object path), for a record no encoder can take. */
     const sources: Array<{ segment: number; line: number; raw: string }> = [];
     const deadLetters: ChunkDeadLetter[] = [];
-    const droppedByType: Record<string, number> = {};
-    const byType: Record<string, number> = {};
+    // counts by event type, a name from the data: no prototype ("constructor" is a count too)
+    const droppedByType: Record<string, number> = Object.create(null) as Record<string, number>;
+    const byType: Record<string, number> = Object.create(null) as Record<string, number>;
     /** A line that is not delivered, with its reason and (the start of) its text. */
     const deadLetter = (segment: number, line: number, reason: string, raw: string): void => {
       deadLetters.push({ segment, line, reason, raw: raw.slice(0, MAX_RAW_IN_DEAD_LETTER) });
@@ -226,9 +232,15 @@ export class ChunkProcessor {
     };
     /** One line's text → JSON.parse → mapping (or a dead letter). */
     const parseAndMap = (lineText: string, seg: ChunkSegment, segIndex: number, line: number): void => {
+      // a record of too many fields is set aside before it is parsed (its objects would take
+      // the heap); a text of at most twice as many characters as the cap cannot have that many
+      if (lineText.length > 2 * this.maxFields && countsMoreFields(lineText, this.maxFields)) {
+        deadLetter(segIndex, line, tooManyFields(this.maxFields), lineText);
+        return;
+      }
       let value: unknown;
       try {
-        value = JSON.parse(lineText);
+        value = parseJsonExact(lineText);
       } catch (err) {
         deadLetter(segIndex, line, `invalid JSON: ${(err as Error).message}`, lineText);
         return;
@@ -407,6 +419,33 @@ function mappingFailed(err: unknown): string {
 
 function driftOf(d: SchemaDriftCounters): Pick<ChunkResult, 'unknownEventTypes' | 'unknownAttributes'> {
   return { unknownEventTypes: Object.fromEntries(d.unknownEventTypes), unknownAttributes: Object.fromEntries(d.unknownAttributes) };
+}
+
+/**
+ * Whether the JSON text has more than `max` fields, counting the members of nested objects and
+ * the items of arrays too: its `:`, and its `,` inside arrays, outside strings. (Text that is not
+ * JSON is counted the same way; JSON.parse would refuse it anyway.)
+ */
+export function countsMoreFields(text: string, max: number): boolean {
+  let n = 0;
+  let inString = false;
+  // the open brackets: true for an array
+  const open: boolean[] = [];
+  let inArray = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x3a || (c === 0x2c && inArray)) {
+      if (++n > max) return true;
+    } else if (c === 0x5b || c === 0x7b) {
+      open.push(inArray);
+      inArray = c === 0x5b;
+    } else if (c === 0x5d || c === 0x7d) inArray = open.pop() ?? false;
+  }
+  return false;
 }
 
 function withoutBom(text: string): string {

@@ -24,6 +24,7 @@ import type { DeadLetter, DeadLetteredRecord, DeadLetterStore } from './dead-let
 import type { PipelineStats } from './pipeline-stats.js';
 import type { EncodeWorkerPool } from './worker-pool.js';
 import type { ChunkResult, ChunkSegment } from './chunk-processor.js';
+import { runSplittingOnFailure } from './batch-splitting.js';
 import type { Logger } from '../daemon/logger.js';
 import type { DaemonMetrics } from '../daemon/metrics.js';
 
@@ -537,13 +538,12 @@ export class SourceRunner {
   }
 
   private async processAndDeliver(b: Batch): Promise<boolean> {
+    // a batch whose processing fails as a whole is split to find the lines at fault (dead-lettered)
     const observed = (BigInt(Date.now()) * 1_000_000n).toString();
-    const result = await this.ctx.pool.run({
-      tenant: this.ctx.tenantId,
-      segments: b.segments,
-      encodings: this.encodings,
-      observedTimeUnixNano: observed,
-    });
+    const task = { tenant: this.ctx.tenantId, segments: b.segments, encodings: this.encodings, observedTimeUnixNano: observed };
+    const result = await runSplittingOnFailure((t) => this.ctx.pool.run(t), task, (err) =>
+      this.log.error({ objects: [...new Set(b.refs.map((r) => r.key))], err: err.message, workerDied: err.crashed }, 'batch failed while processing; splitting it to find the lines at fault'),
+    );
     try {
       return await this.deliverResult(b, result, observed);
     } finally {

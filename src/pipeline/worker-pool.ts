@@ -6,9 +6,25 @@
 import { Worker } from 'node:worker_threads';
 import { ENCODE_WORKER_FILE, WORKER_LIMITS, releasePrewarmedWorkers, takePrewarmedWorker } from './encode-worker-prewarm.js';
 import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit } from './chunk-processor.js';
-import { coversItsBuffer } from './transfer.js';
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
 import type { BuffersMessage, InitMessage, ResultMessage, TaskMessage } from './encode-messages.js';
+
+/**
+ * A task failed while being processed: the processor threw (outside its per-line guard), or the
+ * worker running it died (e.g. out of memory). The runner splits such a batch to find the lines
+ * at fault (source-runner.ts). `segments` are the task's bytes, still valid (copies of their own).
+ */
+export class ChunkProcessingError extends Error {
+  constructor(
+    message: string,
+    readonly segments: Uint8Array[],
+    /** The worker died (rather than reporting an error). */
+    readonly crashed: boolean,
+  ) {
+    super(message);
+    this.name = 'ChunkProcessingError';
+  }
+}
 
 interface Pending {
   task: ChunkTask;
@@ -16,7 +32,8 @@ interface Pending {
   input?: SharedRange[];
   /** Shared output buffer lent to the task, or -1. */
   output: number;
-  transfer: ArrayBuffer[];
+  /** Sent again once already, after its worker died with another task in it. */
+  retried?: boolean;
   resolve(r: ChunkResult): void;
   reject(e: Error): void;
 }
@@ -75,7 +92,7 @@ export class EncodeWorkerPool {
       const p = slot.busy.get(msg.id);
       if (!p) return;
       slot.busy.delete(msg.id);
-      if (msg.error !== undefined || !msg.result) p.reject(new Error(msg.error ?? 'encode worker: empty result'));
+      if (msg.error !== undefined || !msg.result) p.reject(processingError(p.task, msg.error ?? 'encode worker: empty result', false));
       else {
         // bodies placed in the shared output buffer come back as ranges: views of our own handle on it
         const payloads = msg.result.payloads.map((ps) => ps.map((x) => (x instanceof Uint8Array ? x : this.outputs.buffers[x.buffer]!.subarray(x.offset, x.offset + x.length))));
@@ -90,7 +107,12 @@ export class EncodeWorkerPool {
     return slot;
   }
 
-  /** A worker died: its tasks go back to the queue once (then fail), and a new worker replaces it. */
+  /**
+   * A worker died (e.g. out of memory): a new one replaces it. A task it was running alone
+   * fails (a ChunkProcessingError: the runner splits its batch to find the lines that kill
+   * workers); tasks it was running together go back to the queue once (one of them may be
+   * innocent), then fail the same way.
+   */
   private fail(slot: Slot, err: Error): void {
     const i = this.slots.indexOf(slot);
     if (i === -1) return;
@@ -103,10 +125,9 @@ export class EncodeWorkerPool {
     }
     this.slots[i] = this.spawn();
     for (const p of orphans) {
-      // (a task whose bytes were transferred to the dead worker cannot be re-sent)
-      if ((p as Pending & { retried?: boolean }).retried || p.transfer.length > 0) p.reject(err);
+      if (p.retried || orphans.length === 1) p.reject(processingError(p.task, err.message, true));
       else {
-        (p as Pending & { retried?: boolean }).retried = true;
+        p.retried = true;
         this.queue.unshift(p);
       }
     }
@@ -116,9 +137,11 @@ export class EncodeWorkerPool {
   /**
    * Process a task in a worker. The segments are copied into a shared input buffer and the
    * bodies come back in a shared output buffer when the pool has them free; otherwise segment
-   * bytes are moved (transferred, not copied) and bodies come in buffers of their own. Call the
-   * result's `release()` when the batch is done with: the shared buffers go back to the pool
-   * (until then the result's payloads and segments stay valid).
+   * bytes are copied into a shared buffer of their own (never moved: a task whose worker dies is
+   * retried with them) and bodies come in buffers of their own. Call the result's `release()`
+   * when the batch is done with: the shared buffers go back to the pool (until then the result's
+   * payloads and segments stay valid). A task that fails while processed rejects with a
+   * ChunkProcessingError.
    */
   run(task: ChunkTask): Promise<ChunkResult> {
     let total = 0;
@@ -142,7 +165,7 @@ export class EncodeWorkerPool {
         return Promise.resolve({ ...result, segments: task.segments.map((seg) => seg.bytes), release });
       } catch (err) {
         release();
-        return Promise.reject(err);
+        return Promise.reject(processingError(task, describeError(err), false));
       }
     }
     if (this.closed) {
@@ -150,7 +173,6 @@ export class EncodeWorkerPool {
       return Promise.reject(new Error('encode worker pool is closed'));
     }
     if (total <= INPUT_BUFFER_BYTES) input = this.inputs.acquire();
-    const transfer: ArrayBuffer[] = [];
     let ranges: SharedRange[] | undefined;
     if (input >= 0) {
       const buf = this.inputs.buffers[input]!;
@@ -172,21 +194,22 @@ export class EncodeWorkerPool {
         ranges.push({ buffer: input, offset: from, length: at - from });
       }
     } else {
+      // (no shared input buffer free, or too large for one) the bytes are copied into a shared
+      // buffer of their own, not moved: should the worker die, they are still here to retry with
       joinParts(task);
       for (const seg of task.segments) {
-        // a view into a larger buffer (e.g. a zlib output chunk shared with the next chunk) is
-        // copied to a buffer of its own: cloning it would copy the whole buffer, moving it would
-        // take it from under the other views
-        if (!coversItsBuffer(seg.bytes)) seg.bytes = Uint8Array.prototype.slice.call(seg.bytes);
-        if (!transfer.includes(seg.bytes.buffer as ArrayBuffer)) transfer.push(seg.bytes.buffer as ArrayBuffer);
+        const shared = new Uint8Array(new SharedArrayBuffer(seg.bytes.length));
+        shared.set(seg.bytes);
+        seg.bytes = shared;
       }
     }
     return new Promise<ChunkResult>((resolve, reject) => {
-      this.queue.push({ task, ...(ranges ? { input: ranges } : {}), output, transfer, resolve, reject });
+      this.queue.push({ task, ...(ranges ? { input: ranges } : {}), output, resolve, reject });
       this.pump();
     }).then(
       (result) => ({ ...result, release }),
       (err: unknown) => {
+        // (a ChunkProcessingError holds copies of the bytes: the shared buffers can go back)
         release();
         throw err;
       },
@@ -221,7 +244,7 @@ export class EncodeWorkerPool {
         ...(p.input ? { input: p.input } : {}),
         output: p.output,
       };
-      best.worker.postMessage(msg, p.transfer);
+      best.worker.postMessage(msg);
     }
   }
 
@@ -235,6 +258,19 @@ export class EncodeWorkerPool {
     for (const p of this.queue.splice(0)) p.reject(new Error('encode worker pool closed'));
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }
+}
+
+function describeError(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+/** The failure of a task, with copies of its bytes (they may live in a shared buffer that is about to be lent again). */
+function processingError(task: ChunkTask, message: string, crashed: boolean): ChunkProcessingError {
+  return new ChunkProcessingError(
+    message,
+    task.segments.map((seg) => (seg.parts ? Buffer.concat(seg.parts) : Uint8Array.prototype.slice.call(seg.bytes))),
+    crashed,
+  );
 }
 
 /** Segments given as parts get their bytes joined into one buffer (in-process, or not in a shared buffer). */

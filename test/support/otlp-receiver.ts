@@ -384,8 +384,9 @@ function decodeKeyValues(kvs: unknown[]): { values: Record<string, unknown>; kin
     const key = pick(kv, 'key') ?? '';
     if (typeof key !== 'string') throw new DecodeError('KeyValue.key is not a string');
     const d = decodeAnyValue(pick(kv, 'value'));
-    values[key] = d.value;
-    kinds[key] = d.kind;
+    // (own properties even for a key named __proto__: the data's names are not ours to interpret)
+    Object.defineProperty(values, key, { value: d.value, writable: true, enumerable: true, configurable: true });
+    Object.defineProperty(kinds, key, { value: d.kind, writable: true, enumerable: true, configurable: true });
   }
   return { values, kinds };
 }

@@ -187,6 +187,8 @@ export const badInput: Scenario = {
     const state = join(work, 'state');
     const config = ctx.writeConfig(work, {
       stateDir: state,
+      // (above the default cap of 5000: the 100 000-attribute record is valid here; poison-lines covers the cap)
+      pipeline: { maxAttributesPerRecord: 200_000 },
       tenants: [
         {
           id: 'acme',

@@ -5,6 +5,7 @@ import { destinationDown, destination429, destinationSlow } from './destinations
 import { s3Restart, s3Resets, s3Throttle } from './s3.js';
 import { diskFull } from './disk-full.js';
 import { badInput } from './bad-input.js';
+import { poisonLines } from './poison-lines.js';
 import { securitySecrets, securityTls, securityTenants, securityPaths } from './security.js';
 import { securityTcmRedirect, securitySsrf } from './security-tcm.js';
 import { replay } from './replay.js';
@@ -20,6 +21,7 @@ export const SCENARIOS: Scenario[] = [
   s3Throttle,
   diskFull,
   badInput,
+  poisonLines,
   securitySecrets,
   securityTls,
   securityTenants,

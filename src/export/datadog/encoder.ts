@@ -21,6 +21,7 @@
 import { gzipSync } from 'node:zlib';
 import type { AttrValue, MappedLogRecord } from '../../mapping/log-record.js';
 import type { EncodeResult } from '../encodings.js';
+import { jsonText } from '../../util/json-text.js';
 
 export interface DatadogEncoding {
   kind: 'datadog';
@@ -73,7 +74,7 @@ export function datadogEntry(spec: DatadogEncoding, r: MappedLogRecord): Entry {
   return entry;
 }
 
-const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v));
+const jsonBytes = (v: unknown): number => Buffer.byteLength(jsonText(v));
 
 /**
  * Cut the entry's biggest values until its JSON is at most `limit` bytes. Strings are cut (at
@@ -83,7 +84,7 @@ const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v));
 export function truncateEntry(entry: Entry, limit: number): string {
   const MARK = '…[truncated]';
   entry.truncated = true;
-  let json = JSON.stringify(entry);
+  let json = jsonText(entry);
   for (let round = 0; round < 10_000; round++) {
     let size = Buffer.byteLength(json);
     if (size <= limit) return json;
@@ -100,9 +101,9 @@ export function truncateEntry(entry: Entry, limit: number): string {
     if (biggestKey === undefined || biggest <= MARK.length * 2) break;
     let value = entry[biggestKey]!;
     if (typeof value !== 'string') {
-      value = JSON.stringify(value);
+      value = jsonText(value);
       entry[biggestKey] = value;
-      size = Buffer.byteLength(JSON.stringify(entry));
+      size = Buffer.byteLength(jsonText(entry));
     }
     const s = value as string;
     const excess = size - limit;
@@ -111,7 +112,7 @@ export function truncateEntry(entry: Entry, limit: number): string {
     let keep = Math.max(0, s.length - Math.ceil(excess / perChar) - MARK.length - 16);
     if (keep > 0 && s.charCodeAt(keep - 1) >= 0xd800 && s.charCodeAt(keep - 1) <= 0xdbff) keep--;
     entry[biggestKey] = s.slice(0, keep) + MARK;
-    json = JSON.stringify(entry);
+    json = jsonText(entry);
   }
   return json;
 }
@@ -146,11 +147,11 @@ export class DatadogEntryWriter {
       if (this.resources.size > 10_000) this.resources.clear();
       this.resources.set(r.resource.key, res);
     }
-    if (res.clash || needsObjectPath(r.attributes)) return JSON.stringify(datadogEntry(this.spec, r));
+    if (res.clash || needsObjectPath(r.attributes)) return jsonText(datadogEntry(this.spec, r));
     let tags = res.tags;
     if (!res.hasSite && typeof r.attributes[SITE_ATTR] === 'string') tags += `site:${r.attributes[SITE_ATTR] as string},`;
     tags += `event_type:${r.eventType}`;
-    const attrs = JSON.stringify(r.attributes).slice(1, -1);
+    const attrs = jsonText(r.attributes).slice(1, -1);
     return (
       `${this.head}"${datadogStatus(r.severityNumber)}","message":${JSON.stringify(r.body ?? r.eventName)},"ddtags":${JSON.stringify(tags)},` +
       `"timestamp":${(r.timeUnixNano / 1_000_000n).toString()},"event_name":${JSON.stringify(r.eventName)}${res.json}${attrs === '' ? '' : `,${attrs}`}}`

@@ -15,6 +15,7 @@
 import { gzipSync } from 'node:zlib';
 import type { AttrValue, MappedLogRecord } from '../../mapping/log-record.js';
 import type { EncodeResult } from '../encodings.js';
+import { jsonText } from '../../util/json-text.js';
 
 export interface SplunkHecEncoding {
   kind: 'splunk-hec';
@@ -42,9 +43,9 @@ export function epochSecondsLiteral(ns: bigint): string {
 function fieldValue(v: AttrValue | undefined): string | string[] | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  if (Array.isArray(v)) return v.filter((x) => x !== null).map((x) => (typeof x === 'string' ? x : JSON.stringify(x)));
-  return JSON.stringify(v);
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  if (Array.isArray(v)) return v.filter((x) => x !== null).map((x) => (typeof x === 'string' ? x : jsonText(x)));
+  return jsonText(v);
 }
 
 /**
@@ -76,10 +77,10 @@ export class HecEventWriter {
     }
     let out =
       `{"time":${epochSecondsLiteral(r.timeUnixNano)},${this.head}${JSON.stringify(r.eventName)},"severity":${JSON.stringify(r.severityText)},"severity_number":${r.severityNumber}` +
-      `${r.body !== undefined ? `,"body":${JSON.stringify(r.body)}` : ''},"attributes":${JSON.stringify(r.attributes)},"resource":${resource}}`;
+      `${r.body !== undefined ? `,"body":${JSON.stringify(r.body)}` : ''},"attributes":${jsonText(r.attributes)},"resource":${resource}}`;
     let fields: Record<string, string | string[]> | undefined;
     for (const name of this.spec.fields) {
-      const v = fieldValue(name in r.attributes ? r.attributes[name] : r.resource.attributes[name]);
+      const v = fieldValue(Object.hasOwn(r.attributes, name) ? r.attributes[name] : r.resource.attributes[name]);
       if (v !== undefined) (fields ??= {})[name] = v;
     }
     if (fields) out += `,"fields":${JSON.stringify(fields)}`;
