@@ -60,6 +60,8 @@ export const serverConfigSchema = z
     enabled: z.boolean().default(true),
     /** Default: the TAO_LISTEN environment variable, else 127.0.0.1:9464. `--listen` overrides it. */
     address: listenAddressSchema.optional(),
+    /** Who gets /readyz's detail (tenant ids, source names, error excerpts): loopback callers (default), all, none; others get the status only. */
+    readyDetail: z.enum(['loopback', 'all', 'none']).default('loopback'),
   })
   .strict();
 export type ServerConfig = z.infer<typeof serverConfigSchema>;
@@ -71,7 +73,7 @@ export const configSchema = z
     mappingsDir: z.string().min(1).optional(),
     pipeline: pipelineConfigSchema.default(() => pipelineConfigSchema.parse({})),
     /** The HTTP endpoints of `run` (not of `run --once`, unless `--listen` is given). */
-    server: serverConfigSchema.default({ enabled: true }),
+    server: serverConfigSchema.default({ enabled: true, readyDetail: 'loopback' }),
     tenants: z.array(tenantConfigSchema).min(1, 'at least one tenant is needed'),
   })
   .strict()

@@ -4,7 +4,8 @@
  *   /healthz  200 {"status":"ok"} while the process runs (liveness)
  *   /readyz   200 when the configuration is loaded and every destination of every tenant was
  *             reached at least once, else 503; the JSON body has per-tenant, per-source and
- *             per-destination detail either way
+ *             per-destination detail (bucket names, tenant ids, error excerpts) for the callers
+ *             `server.readyDetail` allows (default: loopback only), else just the status
  *   /metrics  Prometheus text format (prom-client registry: the tao_* metrics and the
  *             standard process/Node.js metrics)
  *
@@ -37,8 +38,13 @@ export function formatListenAddress(a: ListenAddress): string {
   return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }
 
+/** Who gets /readyz's detail: callers from a loopback address (default), everyone, no one. */
+export type ReadyDetail = 'loopback' | 'all' | 'none';
+
 export interface HttpEndpoints {
   readiness(): { ready: boolean; body: unknown };
+  /** Default 'loopback'. */
+  readyDetail?: ReadyDetail;
   metrics(): Promise<{ contentType: string; text: string }>;
 }
 
@@ -98,7 +104,8 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpo
       return;
     case '/readyz': {
       const { ready, body } = endpoints.readiness();
-      send(res, req, ready ? 200 : 503, 'application/json', JSON.stringify(body, null, 2) + '\n');
+      const detail = showsReadyDetail(endpoints.readyDetail ?? 'loopback', req.socket.remoteAddress);
+      send(res, req, ready ? 200 : 503, 'application/json', JSON.stringify(detail ? body : { status: ready ? 'ready' : 'not ready' }, null, 2) + '\n');
       return;
     }
     case '/metrics': {
@@ -112,6 +119,20 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpo
     default:
       send(res, req, 404, 'text/plain; charset=utf-8', 'not found\n');
   }
+}
+
+/** Whether a caller from `remote` gets /readyz's detail. */
+export function showsReadyDetail(setting: ReadyDetail, remote: string | undefined): boolean {
+  if (setting === 'all') return true;
+  if (setting === 'none' || remote === undefined) return false;
+  return isLoopbackAddress(remote);
+}
+
+/** 127.0.0.0/8, ::1, and IPv4 loopback addresses mapped into IPv6 (`::ffff:127.0.0.1`). */
+export function isLoopbackAddress(address: string): boolean {
+  const a = address.toLowerCase();
+  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a;
+  return a === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }
 
 function send(res: http.ServerResponse, req: http.IncomingMessage, status: number, contentType: string, body: string): void {

@@ -20,6 +20,7 @@ import { DEFAULT_LISTEN_ADDRESS, ListenError, parseListenAddress, startHttpServe
 import { ProgressReporter } from './progress.js';
 import { stderrStatusArea } from './terminal.js';
 import { scrubSecrets } from './secrets.js';
+import { securityWarnings } from './security-warnings.js';
 
 export interface RunOptions {
   once: boolean;
@@ -124,6 +125,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
         listen,
         {
           readiness: () => daemon.readiness(),
+          readyDetail: loaded.config.server.readyDetail ?? 'loopback',
           metrics: async () => {
             daemon.refreshGauges();
             return { contentType: metrics.registry.contentType, text: await metrics.registry.metrics() };
@@ -152,6 +154,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
   }
 
   started = true;
+  for (const w of securityWarnings(loaded.config, env)) log.warn(w.fields, w.msg);
   let progress: ProgressReporter | undefined;
   if (options.once) {
     const tty = process.stderr.isTTY === true;
