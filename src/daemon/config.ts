@@ -41,6 +41,10 @@ export const pipelineConfigSchema = z
     maxBatchBytes: z.number().int().min(1024).default(2 * 1024 * 1024),
     maxInFlightBatches: z.number().int().min(1).max(64).default(8),
     maxLineBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
+    /** Decompressed bytes one object may have (default 16 GiB); the rest of a bigger one is dead-lettered. */
+    maxObjectBytes: z.number().int().min(1024).default(16 * 1024 ** 3),
+    /** Lines one object may have, blank lines included (default 50 000 000); the rest is dead-lettered. */
+    maxObjectLines: z.number().int().min(1).default(50_000_000),
     /** How long one batch is retried before the destination counts as unreachable (default: forever in the daemon, 5m with --once). */
     retryFor: durationSchema.optional(),
     checkpointInterval: durationSchema.default(0),
