@@ -151,6 +151,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
     oversize = null;
   };
 
+  const linesReason = `object over maxObjectLines ${maxObjectLines} lines (blank lines count): the rest of it is not read`;
   /** The object is cut before line `lineNo + 1`: what was read is handed on, then the limit. */
   const cut = (reason: string): ChunkItem[] => {
     if (chunkLines > 0) emitChunk();
@@ -177,11 +178,11 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
         start = nl + 1;
       }
       if (linesCut) {
-        for (const item of cut(`object has more than maxObjectLines ${maxObjectLines} lines (blank lines count): the rest of it is not read`)) yield item;
+        for (const item of cut(linesReason)) yield item;
         return;
       }
       if (over) {
-        for (const item of cut(`object decompresses to more than maxObjectBytes ${maxObjectBytes} bytes: the rest of it is not read`)) yield item;
+        for (const item of cut(`object over maxObjectBytes ${maxObjectBytes} decompressed bytes: the rest of it is not read`)) yield item;
         return;
       }
       if (start < buf.length) {
@@ -215,7 +216,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
   }
   if (partialBytes > 0 || oversize) {
     if (lineNo >= maxObjectLines) {
-      for (const item of cut(`object has more than maxObjectLines ${maxObjectLines} lines (blank lines count): the rest of it is not read`)) yield item;
+      for (const item of cut(linesReason)) yield item;
       return;
     }
     completeLine(EMPTY, 0, 0);
