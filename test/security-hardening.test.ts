@@ -87,6 +87,17 @@ describe('pretty logs: control characters are shown, never sent to the terminal'
     expect(formatPretty('plain \x1b[2J text\n')).toBe('plain \\u001b[2J text\n');
   });
 
+  it('JSON lines escape what JSON leaves raw (C1 controls, bidirectional overrides) and still parse to the same values', () => {
+    const lines: string[] = [];
+    const log = createLogger('info', { format: 'json', out: { print: (t) => lines.push(t) } });
+    const object = 'a\x1b[2J\x9b31m\u202eb\u2028c';
+    log.warn({ object }, 'line dead-lettered \x9b2J');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.trimEnd()).not.toMatch(RAW_CONTROL);
+    expect(lines[0]).not.toMatch(/[\u202e\u2028]/);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ object, msg: 'line dead-lettered \x9b2J' });
+  });
+
   it('status lines keep their colours but not other control characters', () => {
     const out = fit('\x1b[1mname\x1b[0m obj-\x1b]0;x\x07', 100);
     expect(out.startsWith('\x1b[1mname\x1b[0m')).toBe(true);

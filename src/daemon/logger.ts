@@ -4,6 +4,9 @@
  * when stderr is a terminal, one human-readable line (`time LEVEL msg key=value …`).
  * `LOG_FORMAT=json|pretty` chooses explicitly; `LOG_LEVEL` sets the level.
  *
+ * Data never controls the terminal: the pretty format escapes every control character of
+ * messages, keys and values, and JSON lines escape the ones JSON leaves raw (C1, bidi overrides).
+ *
  * Secrets never reach a log line: config values are not logged, errors from destinations are
  * reduced to status and reason, a redact list covers the usual field names, and every line is
  * scrubbed of the secret values the configuration names (see secrets.ts) before it is written.
@@ -36,7 +39,7 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', op
   const stream = {
     write(line: string): void {
       const clean = scrubSecrets(line);
-      out.print(format === 'pretty' ? formatPretty(clean, colors) : clean);
+      out.print(format === 'pretty' ? formatPretty(clean, colors) : escapeJsonControls(clean));
     },
   };
   return pino(
@@ -91,6 +94,16 @@ export function formatPretty(line: string, colors = false): string {
  * overrides (which reorder what a terminal shows).
  */
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * A JSON line with the control characters JSON leaves raw (DEL, C1 such as the 8-bit CSI, line
+ * separators, bidirectional overrides) as `\uXXXX` escapes: still the same JSON, and safe to
+ * print on a terminal. (They occur only inside strings: the structure is ASCII.)
+ */
+const JSON_RAW_CONTROLS = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+export function escapeJsonControls(line: string): string {
+  return line.replace(JSON_RAW_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
 
 /** The text with each control character as `\uXXXX` (newline `\n`, tab `\t`, CR `\r`). */
 export function escapeControls(text: string): string {

@@ -9,6 +9,8 @@
  *   keeps the running configuration.
  * - The HTTP endpoints (/healthz, /readyz, /metrics) in daemon mode, or with `--listen`.
  * - `--once`: a progress display (bars on a terminal, periodic lines otherwise).
+ * - At start, one warning per weak setting (security-warnings.ts: insecureSkipVerify, credentials
+ *   over plain http to another host).
  */
 import { loadSourceTypes } from '../sources/source-registry.js';
 import type { LoadedConfig } from './config.js';
