@@ -13,7 +13,7 @@ import { createLogger, formatPretty } from '../src/daemon/logger.js';
 import { fit } from '../src/daemon/terminal.js';
 import { isCredentialHeader, registerSecrets, secretsOfDocument, secretsOfEnvironment } from '../src/daemon/secrets.js';
 import { parseConfig } from '../src/daemon/config.js';
-import { FileError } from '../src/util/yaml-file.js';
+import { FileError, unsubstitute } from '../src/util/yaml-file.js';
 import { showsReadyDetail, startHttpServer, type ReadyDetail } from '../src/daemon/http-server.js';
 import { securityWarnings } from '../src/daemon/security-warnings.js';
 import { FileDestination } from '../src/export/file-destination.js';
@@ -133,6 +133,20 @@ describe('configuration errors quote values as written', () => {
     const dup = errorOf('tenants:\n  - { id: "${T}", sources: [ { type: directory, path: x } ], destinations: [ { type: file, path: "-" } ] }\n  - { id: "${T}", sources: [ { type: directory, path: y } ], destinations: [ { type: file, path: "-" } ] }\n', { T: 'tenant-from-env' });
     expect(dup).toContain("duplicate tenant id '${T}'");
     expect(dup).not.toContain('tenant-from-env');
+  });
+});
+
+describe('unsubstitute', () => {
+  it('puts every value back in one pass: a value that occurs in a variable name does not garble the text put back', () => {
+    const subs = [
+      { path: ['a'], written: '${SECRET_TOKEN}', value: 's3cr3t-value', inserted: [{ name: 'SECRET_TOKEN', value: 's3cr3t-value' }] },
+      { path: ['b'], written: 'x-${PART}', value: 'x-SECRET', inserted: [{ name: 'PART', value: 'SECRET' }] },
+    ];
+    expect(unsubstitute('got "s3cr3t-value" and x-SECRET', ['a'], subs)).toBe('got "${SECRET_TOKEN}" and x-${PART}');
+    // a short value is put back only in its own path's message
+    const short = [{ path: ['n'], written: '${N}', value: '7', inserted: [{ name: 'N', value: '7' }] }];
+    expect(unsubstitute('not a duration: "7"', ['n'], short)).toBe('not a duration: "${N}"');
+    expect(unsubstitute('must be at least 1024, 7 items', ['other'], short)).toBe('must be at least 1024, 7 items');
   });
 });
 

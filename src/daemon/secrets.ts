@@ -2,9 +2,12 @@
  * Secret values the process knows about, so that none of them ever leaves it in a log line, an
  * HTTP response (`/readyz`, `/metrics`) or an error text: every such output goes through
  * `scrubSecrets`. The values are gathered from the configuration (the values of credential
- * headers, see `isCredentialHeader`; options named like a secret, the environment variables `…Env` options name, the files `patFile`-like options
- * name, the overrides files' `hashKey`) and from the standard variables that carry credentials
- * (`OTEL_EXPORTER_OTLP_*HEADERS`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`).
+ * headers, see `isCredentialHeader`; options named like a secret, the environment variables
+ * `…Env` options name, the files `patFile`-like options name, the overrides files' `hashKey`)
+ * and from the standard variables that carry credentials (the credential headers of
+ * `OTEL_EXPORTER_OTLP_*HEADERS`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`). Other header
+ * values (a tenant id in `X-Scope-OrgID`) are not secrets: scrubbing them would blank out
+ * ordinary words in every log line.
  *
  * This is the second line of defence: the code does not put secrets into messages in the first
  * place (config values are never logged, errors name variables, never their values).

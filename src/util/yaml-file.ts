@@ -52,14 +52,17 @@ export function unsubstitute(message: string, path: ReadonlyArray<PropertyKey>, 
     if (s.value.length >= MIN_QUOTED_ELSEWHERE || (s.value.length > 0 && samePath(s.path))) pairs.push([s.value, s.written]);
     for (const v of s.inserted) if (v.value.length >= MIN_QUOTED_ELSEWHERE) pairs.push([v.value, '${' + v.name + '}']);
   }
-  pairs.sort((a, b) => b[0].length - a[0].length);
-  let out = message;
-  for (const [value, written] of pairs) {
-    for (const [from, to] of [[value, written], [JSON.stringify(value).slice(1, -1), JSON.stringify(written).slice(1, -1)]] as const) {
-      if (from.length > 0 && out.includes(from)) out = out.split(from).join(to);
-    }
+  // each value also in its JSON-escaped form (messages often quote with JSON.stringify)
+  const written = new Map<string, string>();
+  for (const [value, as] of pairs) {
+    if (!written.has(value)) written.set(value, as);
+    const escaped = JSON.stringify(value).slice(1, -1);
+    if (!written.has(escaped)) written.set(escaped, JSON.stringify(as).slice(1, -1));
   }
-  return out;
+  if (written.size === 0) return message;
+  // one pass, longest value first, so that text put back is never searched again
+  const alternatives = [...written.keys()].sort((a, b) => b.length - a.length).map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return message.replace(new RegExp(alternatives.join('|'), 'g'), (m) => written.get(m) ?? m);
 }
 
 export function parseYaml(file: string, text: string): ParsedYaml {
