@@ -15,6 +15,7 @@ import { isCredentialHeader, registerSecrets, secretsOfDocument, secretsOfEnviro
 import { parseConfig } from '../src/daemon/config.js';
 import { FileError, unsubstitute } from '../src/util/yaml-file.js';
 import { showsReadyDetail, startHttpServer, type ReadyDetail } from '../src/daemon/http-server.js';
+import { AddressRanges } from '../src/daemon/address-ranges.js';
 import { securityWarnings } from '../src/daemon/security-warnings.js';
 import { FileDestination } from '../src/export/file-destination.js';
 import { silentLogger } from '../src/daemon/logger.js';
@@ -150,10 +151,11 @@ describe('unsubstitute', () => {
   });
 });
 
-function get(port: number, path: string): Promise<{ status: number; body: string }> {
+/** GET from 127.0.0.1, or with the client socket bound to `localAddress` (another 127/8 address: Linux routes all of it to lo). */
+function get(port: number, path: string, localAddress?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     http
-      .get({ host: '127.0.0.1', port, path }, (r) => {
+      .get({ host: '127.0.0.1', port, path, ...(localAddress ? { localAddress } : {}) }, (r) => {
         let body = '';
         r.setEncoding('utf8').on('data', (d: string) => (body += d));
         r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
@@ -184,6 +186,36 @@ describe('/readyz detail by caller', () => {
     });
   }
 
+  it('readyDetailFrom: a caller outside the ranges gets the status only (127.0.0.2 vs 127.0.0.1/32)', async () => {
+    const endpoints = { readiness: () => ({ ready: false, body: detail }), metrics: async () => ({ contentType: 'text/plain', text: '' }) };
+    const narrow = await startHttpServer({ host: '127.0.0.1', port: 0 }, { ...endpoints, readyDetailFrom: ['127.0.0.1/32'] }, silentLogger());
+    const wide = await startHttpServer({ host: '127.0.0.1', port: 0 }, endpoints, silentLogger());
+    try {
+      const port = (s: { address: string }): number => Number(s.address.split(':').at(-1));
+      const inside = await get(port(narrow), '/readyz');
+      const outside = await get(port(narrow), '/readyz', '127.0.0.2');
+      expect(inside.status).toBe(503);
+      expect(JSON.parse(inside.body)).toEqual(detail);
+      expect(outside.status).toBe(503);
+      expect(JSON.parse(outside.body)).toEqual({ status: 'not ready' });
+      expect(outside.body).not.toMatch(/acme|collector/);
+      // the default ranges are all of loopback: 127.0.0.2 is in them
+      expect(JSON.parse((await get(port(wide), '/readyz', '127.0.0.2')).body)).toEqual(detail);
+    } finally {
+      await narrow.close();
+      await wide.close();
+    }
+  });
+
+  it('readyDetailFrom ranges: CIDR and bare addresses, IPv4 mapped into IPv6', () => {
+    const from = new AddressRanges(['10.1.0.0/16', '127.0.0.1', 'fd00::/8']);
+    for (const a of ['10.1.2.3', '::ffff:10.1.255.255', '127.0.0.1', '::ffff:127.0.0.1', 'fd12::1']) expect(showsReadyDetail('loopback', a, from), a).toBe(true);
+    for (const a of ['10.2.0.1', '127.0.0.2', '::1', 'fe80::1', 'not-an-address', '']) expect(showsReadyDetail('loopback', a, from), a).toBe(false);
+    expect(showsReadyDetail('loopback', undefined, from)).toBe(false);
+    expect(showsReadyDetail('none', '10.1.2.3', from)).toBe(false);
+    expect(showsReadyDetail('all', '10.2.0.1', from)).toBe(true);
+  });
+
   it('which callers count as loopback', () => {
     for (const a of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) expect(showsReadyDetail('loopback', a), a).toBe(true);
     for (const a of ['192.0.2.7', '10.0.0.1', '::ffff:10.0.0.1', 'fd00::2', '0.0.0.0']) expect(showsReadyDetail('loopback', a), a).toBe(false);
@@ -198,6 +230,16 @@ describe('/readyz detail by caller', () => {
     expect(parseConfig('c.yaml', 'server: { address: "0.0.0.0:9464" }\n' + tenants).config.server.readyDetail).toBe('loopback');
     expect(parseConfig('c.yaml', 'server: { readyDetail: none }\n' + tenants).config.server.readyDetail).toBe('none');
     expect(() => parseConfig('c.yaml', 'server: { readyDetail: everyone }\n' + tenants)).toThrow(/c\.yaml:1:\d+: server\.readyDetail/);
+  });
+
+  it('server.readyDetailFrom in the config: absent by default, CIDR ranges, only with readyDetail: loopback', () => {
+    const tenants = 'tenants: [ { id: a, sources: [ { type: directory, path: x } ], destinations: [ { type: file, path: "-" } ] } ]\n';
+    expect(parseConfig('c.yaml', tenants).config.server.readyDetailFrom).toBeUndefined();
+    expect(parseConfig('c.yaml', 'server: { readyDetailFrom: [ 127.0.0.1/32, "10.0.0.0/8", "::1" ] }\n' + tenants).config.server.readyDetailFrom).toEqual(['127.0.0.1/32', '10.0.0.0/8', '::1']);
+    expect(() => parseConfig('c.yaml', 'server:\n  readyDetailFrom: [ 127.0.0.1/32, 10.0.0.0/33 ]\n' + tenants)).toThrow(/c\.yaml:2:\d+: server\.readyDetailFrom\.1.*prefix length/);
+    expect(() => parseConfig('c.yaml', 'server:\n  readyDetailFrom: [ intranet ]\n' + tenants)).toThrow(/c\.yaml:2:\d+: server\.readyDetailFrom\.0.*not an IP address/);
+    expect(() => parseConfig('c.yaml', 'server: { readyDetailFrom: [] }\n' + tenants)).toThrow(/server\.readyDetailFrom/);
+    expect(() => parseConfig('c.yaml', 'server: { readyDetail: all, readyDetailFrom: [ 10.0.0.0/8 ] }\n' + tenants)).toThrow(/server\.readyDetailFrom.*readyDetail: loopback only/);
   });
 });
 

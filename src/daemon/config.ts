@@ -18,6 +18,7 @@ import { parseYaml, readTextFile, validateYaml } from '../util/yaml-file.js';
 import { substituteEnvInYaml } from './env-substitution.js';
 import { durationSchema } from '../util/duration.js';
 import { parseListenAddress } from './http-server.js';
+import { parseCidr } from './address-ranges.js';
 
 /** Tenant ids name directories under the state dir: no path separators, no dot names. */
 export const tenantIdSchema = z
@@ -64,10 +65,23 @@ export const serverConfigSchema = z
     enabled: z.boolean().default(true),
     /** Default: the TAO_LISTEN environment variable, else 127.0.0.1:9464. `--listen` overrides it. */
     address: listenAddressSchema.optional(),
-    /** Who gets /readyz's detail (tenant ids, source names, error excerpts): loopback callers (default), all, none; others get the status only. */
+    /** Who gets /readyz's detail (tenant ids, source names, error excerpts): callers in readyDetailFrom (`loopback`, the default), all, none; others get the status only. */
     readyDetail: z.enum(['loopback', 'all', 'none']).default('loopback'),
+    /** The caller ranges (CIDR) of `readyDetail: loopback`; default 127.0.0.0/8 and ::1/128. */
+    readyDetailFrom: z
+      .array(
+        z.string().superRefine((v, ctx) => {
+          const c = parseCidr(v);
+          if (typeof c === 'string') ctx.addIssue({ code: 'custom', message: c });
+        }),
+      )
+      .min(1, 'at least one range (or readyDetail: none)')
+      .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((s, ctx) => {
+    if (s.readyDetailFrom !== undefined && s.readyDetail !== 'loopback') ctx.addIssue({ code: 'custom', path: ['readyDetailFrom'], message: `readyDetailFrom applies to readyDetail: loopback only, not ${s.readyDetail}` });
+  });
 export type ServerConfig = z.infer<typeof serverConfigSchema>;
 
 export const configSchema = z

@@ -5,7 +5,8 @@
  *   /readyz   200 when the configuration is loaded and every destination of every tenant was
  *             reached at least once, else 503; the JSON body has per-tenant, per-source and
  *             per-destination detail (bucket names, tenant ids, error excerpts) for the callers
- *             `server.readyDetail` allows (default: loopback only), else just the status
+ *             `server.readyDetail` allows (default: callers whose address is in
+ *             `server.readyDetailFrom`, itself loopback by default), else just the status
  *   /metrics  Prometheus text format (prom-client registry: the tao_* metrics and the
  *             standard process/Node.js metrics)
  *
@@ -16,6 +17,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.js';
 import { scrubSecrets } from './secrets.js';
+import { AddressRanges, LOOPBACK_RANGES } from './address-ranges.js';
 
 export interface ListenAddress {
   host: string;
@@ -38,13 +40,18 @@ export function formatListenAddress(a: ListenAddress): string {
   return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }
 
-/** Who gets /readyz's detail: callers from a loopback address (default), everyone, no one. */
+/**
+ * Who gets /readyz's detail: callers whose address is in the `readyDetailFrom` ranges
+ * ('loopback', the default; the ranges default to 127.0.0.0/8 and ::1/128), everyone, no one.
+ */
 export type ReadyDetail = 'loopback' | 'all' | 'none';
 
 export interface HttpEndpoints {
   readiness(): { ready: boolean; body: unknown };
   /** Default 'loopback'. */
   readyDetail?: ReadyDetail;
+  /** CIDR ranges for `readyDetail: loopback`; default LOOPBACK_RANGES. */
+  readyDetailFrom?: readonly string[];
   metrics(): Promise<{ contentType: string; text: string }>;
 }
 
@@ -63,8 +70,9 @@ export class ListenError extends Error {
 }
 
 export async function startHttpServer(listen: ListenAddress, endpoints: HttpEndpoints, log: Logger): Promise<RunningHttpServer> {
+  const detailFrom = new AddressRanges(endpoints.readyDetailFrom ?? LOOPBACK_RANGES);
   const server = http.createServer((req, res) => {
-    handle(req, res, endpoints).catch((err: unknown) => {
+    handle(req, res, endpoints, detailFrom).catch((err: unknown) => {
       log.error({ err: (err as Error).message, path: req.url }, 'http endpoint failed');
       if (!res.headersSent) send(res, req, 500, 'text/plain; charset=utf-8', 'internal error\n');
       else res.destroy();
@@ -91,7 +99,7 @@ export async function startHttpServer(listen: ListenAddress, endpoints: HttpEndp
   };
 }
 
-async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpoints: HttpEndpoints): Promise<void> {
+async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpoints: HttpEndpoints, detailFrom: AddressRanges): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD');
@@ -104,7 +112,7 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpo
       return;
     case '/readyz': {
       const { ready, body } = endpoints.readiness();
-      const detail = showsReadyDetail(endpoints.readyDetail ?? 'loopback', req.socket.remoteAddress);
+      const detail = showsReadyDetail(endpoints.readyDetail ?? 'loopback', req.socket.remoteAddress, detailFrom);
       send(res, req, ready ? 200 : 503, 'application/json', JSON.stringify(detail ? body : { status: ready ? 'ready' : 'not ready' }, null, 2) + '\n');
       return;
     }
@@ -121,18 +129,13 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpo
   }
 }
 
-/** Whether a caller from `remote` gets /readyz's detail. */
-export function showsReadyDetail(setting: ReadyDetail, remote: string | undefined): boolean {
-  if (setting === 'all') return true;
-  if (setting === 'none' || remote === undefined) return false;
-  return isLoopbackAddress(remote);
-}
+const LOOPBACK = new AddressRanges(LOOPBACK_RANGES);
 
-/** 127.0.0.0/8, ::1, and IPv4 loopback addresses mapped into IPv6 (`::ffff:127.0.0.1`). */
-export function isLoopbackAddress(address: string): boolean {
-  const a = address.toLowerCase();
-  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a;
-  return a === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+/** Whether a caller from `remote` gets /readyz's detail (`from`: the readyDetailFrom ranges). */
+export function showsReadyDetail(setting: ReadyDetail, remote: string | undefined, from: AddressRanges = LOOPBACK): boolean {
+  if (setting === 'all') return true;
+  if (setting === 'none') return false;
+  return from.has(remote);
 }
 
 function send(res: http.ServerResponse, req: http.IncomingMessage, status: number, contentType: string, body: string): void {

@@ -128,6 +128,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
         {
           readiness: () => daemon.readiness(),
           readyDetail: loaded.config.server.readyDetail ?? 'loopback',
+          readyDetailFrom: loaded.config.server.readyDetailFrom,
           metrics: async () => {
             daemon.refreshGauges();
             return { contentType: metrics.registry.contentType, text: await metrics.registry.metrics() };
