@@ -7,10 +7,12 @@
  * - security-logs: a tenant id that is also a header value (`X-Scope-OrgID: acme-prod`) stays
  *   readable in the logs while the Authorization token is scrubbed; the pretty log format shows
  *   control characters from an object name escaped; `insecureSkipVerify: true` and a token over
- *   plain http to a non-loopback host are warned about once at start; a config error quotes
- *   `${FAULTS_TCM_PAT}` as written, never the PAT;
- * - security-readyz: with the endpoints on 0.0.0.0 (as in the image), a caller from loopback
- *   gets /readyz's detail, a caller from the host's network address only the status;
+ *   plain http to a host name that is not this machine (`collector.example`, never contacted:
+ *   that tenant has nothing to send and no probes run) are warned about once at start; a config
+ *   error quotes `${FAULTS_TCM_PAT}` as written, never the PAT;
+ * - security-readyz: with `server.readyDetailFrom: [127.0.0.1/32]`, a caller from 127.0.0.1
+ *   gets /readyz's detail, a caller from 127.0.0.2 (still loopback: no traffic leaves lo) only
+ *   the status;
  * - security-object-limits: a small gzip object of millions of newlines and one that
  *   decompresses past maxObjectBytes are cut at the limit: the rest of each is one dead letter
  *   with the reason, the records after the cut never arrive, a second run reads nothing again.
@@ -18,7 +20,6 @@
 import { join } from 'node:path';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { networkInterfaces } from 'node:os';
 import { createGzip } from 'node:zlib';
 import { createHmac, randomBytes } from 'node:crypto';
 import { startOtlpReceiver } from '../../../test/support/otlp-receiver.js';
@@ -32,12 +33,6 @@ function writeObject(root: string, key: string, data: string | Buffer): void {
   const full = join(root, ...key.split('/'));
   mkdirSync(join(full, '..'), { recursive: true });
   writeFileSync(full, data);
-}
-
-/** This host's first non-loopback IPv4 address (traffic to it never leaves the machine). */
-function hostAddress(): string | undefined {
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  return undefined;
 }
 
 function skip(notes: string): ScenarioResult {
@@ -117,7 +112,8 @@ export const securityLogs: Scenario = {
     const evilName = 'evil-\x1b]0;PWNED\x07-\x1b[2J-\x9b31m.txt';
     writeObject(logs, siteKey('login_authentication', evilName), 'not json\n');
     const empty = ctx.dir('empty');
-    const host = hostAddress();
+    // a name that is not this machine; never looked up or contacted (see the tenant below)
+    const host = 'collector.example';
     const state = join(work, 'state');
     const tenants: unknown[] = [
       { id: 'acme-prod', sources: [{ type: 'directory', path: logs }], destinations: [{ type: 'otlp', endpoint: receiver.url, headers: { 'X-Scope-OrgID': 'acme-prod', authorization: 'Bearer ${FAULTS_TOKEN}' } }] },
@@ -127,7 +123,7 @@ export const securityLogs: Scenario = {
         sources: [{ type: 'directory', path: empty }],
         destinations: [
           { type: 'otlp', name: 'unverified', endpoint: 'https://127.0.0.1:9/', insecureSkipVerify: true },
-          ...(host ? [{ type: 'otlp', name: 'plain-http', endpoint: `http://${host}:9/`, headers: { authorization: 'Bearer ${FAULTS_TOKEN}' } }] : []),
+          { type: 'otlp', name: 'plain-http', endpoint: `http://${host}:9/`, headers: { authorization: 'Bearer ${FAULTS_TOKEN}' } },
         ],
       },
     ];
@@ -147,13 +143,14 @@ export const securityLogs: Scenario = {
     // 2. start-up warnings, once each
     const unverified = logLines(output, /insecureSkipVerify/).filter((l) => l.destination === 'unverified').length;
     if (unverified !== 1) extra.push(`${unverified} warnings for insecureSkipVerify: true (want 1)`);
-    if (host) {
-      const plain = logLines(output, /plain http/).filter((l) => l.destination === 'plain-http').length;
-      if (plain !== 1) extra.push(`${plain} warnings for a token over plain http to ${host} (want 1)`);
-      const loopbackWarned = logLines(output, /plain http/).filter((l) => l.tenant === 'acme-prod').length;
-      if (loopbackWarned > 0) extra.push('a warning for plain http to the loopback receiver');
-      notes.push(`start-up warnings: ${unverified} for insecureSkipVerify, ${plain} for a token over http to ${host}, ${loopbackWarned} for 127.0.0.1`);
-    } else notes.push(`start-up warnings: ${unverified} for insecureSkipVerify; no non-loopback address on this host: the plain-http warning was not checked`);
+    const plain = logLines(output, /plain http/).filter((l) => l.destination === 'plain-http').length;
+    if (plain !== 1) extra.push(`${plain} warnings for a token over plain http to ${host} (want 1)`);
+    const loopbackWarned = logLines(output, /plain http/).filter((l) => l.tenant === 'acme-prod').length;
+    if (loopbackWarned > 0) extra.push('a warning for plain http to the loopback receiver');
+    // the weak tenant must never have tried to reach its destinations (no lookup, no connection)
+    const tried = logLines(output, /./).filter((l) => l.tenant === 'weak-settings' && l.level !== 'warn' && /error|fail|retry|ENOTFOUND|EAI_AGAIN|ECONNREFUSED/i.test(JSON.stringify(l))).length;
+    if (tried > 0) extra.push(`${tried} log lines show the weak-settings tenant trying to reach its destinations`);
+    notes.push(`start-up warnings: ${unverified} for insecureSkipVerify, ${plain} for a token over http to ${host}, ${loopbackWarned} for 127.0.0.1`);
 
     // 3. the pretty format escapes control characters from the data
     const prettyReceiver = await startOtlpReceiver();
@@ -202,18 +199,18 @@ function getFrom(url: string, localAddress?: string): Promise<{ status: number; 
 
 export const securityReadyz: Scenario = {
   name: 'security-readyz',
-  title: '/readyz detail only for loopback callers (endpoints on 0.0.0.0)',
+  title: '/readyz detail only for callers in server.readyDetailFrom (127.0.0.1/32; 127.0.0.2 gets the status)',
   async run(ctx, { short }) {
     if (!ctx.features.server) return skip('this build has no HTTP endpoints');
-    const host = hostAddress();
-    if (!host) return skip('no non-loopback address on this host to call /readyz from');
+    // a caller outside readyDetailFrom, still on loopback (Linux routes all of 127/8 to lo)
+    const outsider = '127.0.0.2';
     const receiver = await startOtlpReceiver();
     ctx.defer(() => receiver.close());
     const work = ctx.dir('work');
     const logs = join(work, 'logs-readyz-secret-name');
     const tree = writeFixtureTree(logs, 2, short ? 100 : 500, 900_000);
     const state = join(work, 'state');
-    const config = ctx.writeConfig(work, { stateDir: state, server: { address: '0.0.0.0:0' }, tenants: [{ id: 'tenant-readyz-acme', sources: [{ type: 'directory', path: logs, pollInterval: '1s' }], destinations: [{ type: 'otlp', endpoint: receiver.url }] }] });
+    const config = ctx.writeConfig(work, { stateDir: state, server: { address: '127.0.0.1:0', readyDetailFrom: ['127.0.0.1/32'] }, tenants: [{ id: 'tenant-readyz-acme', sources: [{ type: 'directory', path: logs, pollInterval: '1s' }], destinations: [{ type: 'otlp', endpoint: receiver.url }] }] });
     const d = ctx.start(['run', '--config', config]);
     const valid = tree.records.map((x) => x.record.testSeq as number);
     await waitFor(() => seqCounts(receiver.records()).size >= valid.length || !d.alive, 60_000, 100);
@@ -225,18 +222,19 @@ export const securityReadyz: Scenario = {
       const port = String(serving.address).split(':').at(-1);
       await waitFor(async () => (await getFrom(`http://127.0.0.1:${port}/readyz`)).status === 200, 30_000, 200);
       const local = await getFrom(`http://127.0.0.1:${port}/readyz`);
-      const remote = await getFrom(`http://${host}:${port}/readyz`, host);
-      if (!local.body.includes('tenant-readyz-acme') || !local.body.includes('logs-readyz-secret-name')) extra.push(`the loopback caller got no detail: ${local.body.slice(0, 120)}`);
-      if (remote.status !== local.status) extra.push(`status ${remote.status} for ${host}, ${local.status} for loopback`);
-      if (remote.body.includes('tenant-readyz-acme') || remote.body.includes('logs-readyz-secret-name') || remote.body.includes(receiver.url)) extra.push(`a caller from ${host} got the detail (tenant ids, source names)`);
-      let status: unknown;
+      const remote = await getFrom(`http://127.0.0.1:${port}/readyz`, outsider);
+      if (!local.body.includes('tenant-readyz-acme') || !local.body.includes('logs-readyz-secret-name')) extra.push(`the caller from 127.0.0.1 got no detail: ${local.body.slice(0, 120)}`);
+      if (remote.status !== local.status) extra.push(`status ${remote.status} for ${outsider}, ${local.status} for 127.0.0.1`);
+      if (remote.body.includes('tenant-readyz-acme') || remote.body.includes('logs-readyz-secret-name') || remote.body.includes(new URL(receiver.url).host)) extra.push(`a caller from ${outsider} got the detail (tenant ids, source names, destinations)`);
+      let parsed: Record<string, unknown> = {};
       try {
-        status = (JSON.parse(remote.body) as { status?: unknown }).status;
+        parsed = JSON.parse(remote.body) as Record<string, unknown>;
       } catch {
-        status = undefined;
+        /* not JSON: reported below */
       }
-      if (status !== 'ready') extra.push(`a caller from ${host} got no status: ${remote.body.slice(0, 120)}`);
-      notes.push(`loopback: ${local.status}, ${local.body.length} bytes of detail; ${host}: ${remote.status} ${remote.body.replace(/\s+/g, '')}`);
+      if (Object.keys(parsed).join() !== 'status') extra.push(`a caller from ${outsider} got more than the status: keys ${Object.keys(parsed).join(', ')}`);
+      if (parsed.status !== 'ready') extra.push(`a caller from ${outsider} got no status: ${remote.body.slice(0, 120)}`);
+      notes.push(`127.0.0.1: ${local.status}, ${local.body.length} bytes of detail; ${outsider}: ${remote.status} ${remote.body.replace(/\s+/g, '')}`);
     }
     const r = await ctx.stop(d);
     if (r.code !== 0) extra.push(`daemon exited ${r.code} after SIGTERM`);
