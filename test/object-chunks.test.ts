@@ -5,7 +5,8 @@
  */
 import { describe, it, expect } from 'vitest';
 import { objectChunks, type ChunkItem } from '../src/decoding/object-chunks.js';
-import { splitLines, type LineItem } from '../src/decoding/object-lines.js';
+import { splitLines, decompressed, type LineItem } from '../src/decoding/object-lines.js';
+import { gzipSync } from 'node:zlib';
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -112,5 +113,53 @@ describe('objectChunks', () => {
     for await (const item of objectChunks(huge(), { maxLines: 1000, maxBytes: 1 << 20, maxLineBytes: 1 << 20 })) items.push(item);
     expect(items.map((i) => (i.kind === 'chunk' ? `c${i.chunk.firstLine}+${i.chunk.lineCount}` : `o${i.oversize.line}:${i.oversize.bytes}`))).toEqual(['c1+1', `o2:${300 * (1 << 20)}`, 'c3+1']);
     expect(process.memoryUsage().rss - before).toBeLessThan(100 * 1024 * 1024);
+  });
+
+  it('maxObjectLines: blank lines count, the lines before the limit are handed on, then where it was cut, and reading stops', async () => {
+    // 64 MiB of newlines gzip to about 64 kB: the shape of a decompression bomb
+    const bomb = gzipSync(Buffer.concat([Buffer.from('{"a":1}\n{"a":2}\n'), Buffer.alloc(64 << 20, 0x0a)]));
+    let pulled = 0;
+    async function* compressed() {
+      for (let i = 0; i < bomb.length; i += 4096) {
+        pulled += Math.min(4096, bomb.length - i);
+        yield bomb.subarray(i, i + 4096);
+      }
+    }
+    const items: ChunkItem[] = [];
+    for await (const item of objectChunks(decompressed(compressed()), { maxLines: 1000, maxBytes: 1 << 20, maxLineBytes: 1024, maxObjectLines: 5000 })) items.push(item);
+    const chunks = items.filter((i) => i.kind === 'chunk');
+    expect(chunks.reduce((n, c) => n + (c.kind === 'chunk' ? c.chunk.lineCount : 0), 0)).toBe(5000);
+    expect(chunks[0]!.kind === 'chunk' && chunks[0]!.chunk.bytes.subarray(0, 16).toString()).toBe('{"a":1}\n{"a":2}\n');
+    const last = items.at(-1)!;
+    expect(last.kind).toBe('limit');
+    if (last.kind !== 'limit') throw new Error('no limit');
+    expect(last.limit.line).toBe(5001);
+    expect(last.limit.reason).toMatch(/maxObjectLines 5000/);
+    expect(pulled).toBeLessThan(bomb.length / 2); // the rest of the object was never decompressed
+  });
+
+  it('maxObjectLines: an object of exactly that many lines is not cut; a resumed object is cut at the same line', async () => {
+    const data = Buffer.from('a\nb\nc\n');
+    const run = async (opts: Partial<Parameters<typeof objectChunks>[1]>) => {
+      const out: string[] = [];
+      for await (const i of objectChunks(pieces(data, () => 2), { maxLines: 10, maxBytes: 100, maxLineBytes: 100, ...opts })) out.push(i.kind === 'chunk' ? `c${i.chunk.firstLine}+${i.chunk.lineCount}` : i.kind === 'limit' ? `limit@${i.limit.line}` : 'oversize');
+      return out;
+    };
+    expect(await run({ maxObjectLines: 3 })).toEqual(['c1+3']);
+    expect(await run({ maxObjectLines: 2 })).toEqual(['c1+2', 'limit@3']);
+    expect(await run({ maxObjectLines: 2, skipLines: 1 })).toEqual(['c2+1', 'limit@3']);
+    expect(await run({ maxObjectLines: 2, skipLines: 2 })).toEqual(['limit@3']);
+  });
+
+  it('maxObjectBytes: only whole lines within the limit are handed on, then the first line not read', async () => {
+    const data = Buffer.from('0123456789\n'.repeat(10)); // 11 bytes a line
+    const out: ChunkItem[] = [];
+    for await (const i of objectChunks(pieces(data, () => 7), { maxLines: 100, maxBytes: 1000, maxLineBytes: 100, maxObjectBytes: 40 })) out.push(i);
+    expect(out.map((i) => (i.kind === 'chunk' ? `c${i.chunk.firstLine}+${i.chunk.lineCount}:${i.chunk.byteLength}` : i.kind === 'limit' ? `limit@${i.limit.line}` : 'oversize'))).toEqual(['c1+3:33', 'limit@4']);
+    const cutAt = out.at(-1);
+    expect(cutAt?.kind === 'limit' ? cutAt.limit.reason : '').toMatch(/maxObjectBytes 40/);
+    const exact: ChunkItem[] = [];
+    for await (const i of objectChunks(pieces(data, () => 7), { maxLines: 100, maxBytes: 1000, maxLineBytes: 100, maxObjectBytes: 110 })) exact.push(i);
+    expect(exact.map((i) => i.kind)).toEqual(['chunk']);
   });
 });

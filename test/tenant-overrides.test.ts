@@ -74,6 +74,38 @@ describe('overrides through the mapper', () => {
     expect(JSON.stringify(r.record, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))).not.toContain('ann@acme.example');
   });
 
+  it('an override on a semantic-convention name reaches every field that maps to it, including collision fallbacks', () => {
+    // ipAddress takes client.address, sourceIp falls back to tableau.source_ip, and with
+    // source_ip present too, to tableau.raw.sourceIp: none of the three may leave in clear
+    const record = { ...tenantRecord, ipAddress: '203.0.113.1', sourceIp: '203.0.113.2', initiatingUserIpAddress: '203.0.113.3' };
+    const r = mapWith(['attributes:', '  hash: [client.address]', 'hashKey: ${PII_KEY}'].join('\n'), record, tenantKey);
+    if (!r.ok) throw new Error(r.reason);
+    const values = Object.values(r.record.attributes).map(String);
+    for (const ip of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) {
+      expect(values).not.toContain(ip);
+      expect(values).toContain(hmac(ip));
+    }
+    const withRaw = mapWith(['attributes:', '  redact: [client.address]'].join('\n'), { source_ip: 'taken', ...record }, tenantKey);
+    if (!withRaw.ok) throw new Error(withRaw.reason);
+    const a = withRaw.record.attributes;
+    expect(a['tableau.source_ip']).toBe('taken');
+    expect(a['tableau.raw.sourceIp']).toBe('[redacted]');
+    expect(JSON.stringify(a)).not.toMatch(/203\.0\.113\./);
+    expect(withRaw.record.body).not.toMatch(/203\.0\.113\./);
+    // fields that do not map to client.address are left alone
+    expect(a['user.email']).toBe('ann@acme.example');
+  });
+
+  it('an override on a Tableau field name applies to the attribute it is emitted as', () => {
+    const r = mapWith(['attributes:', '  hash: [initiatingUserEmail]', '  drop: [initiatingUserIpAddress]', 'hashKey: ${PII_KEY}'].join('\n'), tenantRecord, tenantKey);
+    if (!r.ok) throw new Error(r.reason);
+    const a = r.record.attributes;
+    expect(a['user.email']).toBe(hmac('ann@acme.example'));
+    expect(a).not.toHaveProperty(['client.address']);
+    expect(JSON.stringify(a)).not.toContain('198.51.100.77');
+    expect(a['user.id']).toBe('u-1');
+  });
+
   it('drops event types by name and glob, keeps others, and changes severities', () => {
     const text = ['eventTypes: { drop: [vizql_http_request, "hist_access_*"] }', 'severity: { "personal_access_token_*": ERROR }'].join('\n');
     const site = (type: string) => `pod=p/siteLuid=s/y=2026/m=11/d=24/h=23/eventType=${type}/f.txt`;

@@ -18,6 +18,7 @@ import { parseYaml, readTextFile, validateYaml } from '../util/yaml-file.js';
 import { substituteEnvInYaml } from './env-substitution.js';
 import { durationSchema } from '../util/duration.js';
 import { parseListenAddress } from './http-server.js';
+import { parseCidr } from './address-ranges.js';
 
 /** Tenant ids name directories under the state dir: no path separators, no dot names. */
 export const tenantIdSchema = z
@@ -41,6 +42,10 @@ export const pipelineConfigSchema = z
     maxBatchBytes: z.number().int().min(1024).default(2 * 1024 * 1024),
     maxInFlightBatches: z.number().int().min(1).max(64).default(8),
     maxLineBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
+    /** Decompressed bytes one object may have (default 16 GiB); the rest of a bigger one is dead-lettered. */
+    maxObjectBytes: z.number().int().min(1024).default(16 * 1024 ** 3),
+    /** Lines one object may have, blank lines included (default 50 000 000); the rest is dead-lettered. */
+    maxObjectLines: z.number().int().min(1).default(50_000_000),
     /** How long one batch is retried before the destination counts as unreachable (default: forever in the daemon, 5m with --once). */
     retryFor: durationSchema.optional(),
     checkpointInterval: durationSchema.default(0),
@@ -62,8 +67,23 @@ export const serverConfigSchema = z
     enabled: z.boolean().default(true),
     /** Default: the TAO_LISTEN environment variable, else 127.0.0.1:9464. `--listen` overrides it. */
     address: listenAddressSchema.optional(),
+    /** Who gets /readyz's detail (tenant ids, source names, error excerpts): callers in readyDetailFrom (`loopback`, the default), all, none; others get the status only. */
+    readyDetail: z.enum(['loopback', 'all', 'none']).default('loopback'),
+    /** The caller ranges (CIDR) of `readyDetail: loopback`; default 127.0.0.0/8 and ::1/128. */
+    readyDetailFrom: z
+      .array(
+        z.string().superRefine((v, ctx) => {
+          const c = parseCidr(v);
+          if (typeof c === 'string') ctx.addIssue({ code: 'custom', message: c });
+        }),
+      )
+      .min(1, 'at least one range (or readyDetail: none)')
+      .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((s, ctx) => {
+    if (s.readyDetailFrom !== undefined && s.readyDetail !== 'loopback') ctx.addIssue({ code: 'custom', path: ['readyDetailFrom'], message: `readyDetailFrom applies to readyDetail: loopback only, not ${s.readyDetail}` });
+  });
 export type ServerConfig = z.infer<typeof serverConfigSchema>;
 
 export const configSchema = z
@@ -73,7 +93,7 @@ export const configSchema = z
     mappingsDir: z.string().min(1).optional(),
     pipeline: pipelineConfigSchema.default(() => pipelineConfigSchema.parse({})),
     /** The HTTP endpoints of `run` (not of `run --once`, unless `--listen` is given). */
-    server: serverConfigSchema.default({ enabled: true }),
+    server: serverConfigSchema.default({ enabled: true, readyDetail: 'loopback' }),
     tenants: z.array(tenantConfigSchema).min(1, 'at least one tenant is needed'),
   })
   .strict()

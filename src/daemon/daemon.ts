@@ -46,6 +46,8 @@ export function pipelineSettings(loaded: LoadedConfig, once: boolean): PipelineS
     maxBatchBytes: p.maxBatchBytes,
     maxInFlightBatches: p.maxInFlightBatches,
     maxLineBytes: p.maxLineBytes,
+    maxObjectBytes: p.maxObjectBytes,
+    maxObjectLines: p.maxObjectLines,
     checkpointIntervalMs: p.checkpointInterval,
     retry: { ...DEFAULT_PIPELINE_SETTINGS.retry, maxElapsedMs: p.retryFor ?? (once ? ONCE_DEFAULT_RETRY_MS : Infinity) },
   };

@@ -4,7 +4,9 @@
  *   /healthz  200 {"status":"ok"} while the process runs (liveness)
  *   /readyz   200 when the configuration is loaded and every destination of every tenant was
  *             reached at least once, else 503; the JSON body has per-tenant, per-source and
- *             per-destination detail either way
+ *             per-destination detail (bucket names, tenant ids, error excerpts) for the callers
+ *             `server.readyDetail` allows (default: callers whose address is in
+ *             `server.readyDetailFrom`, itself loopback by default), else just the status
  *   /metrics  Prometheus text format (prom-client registry: the tao_* metrics and the
  *             standard process/Node.js metrics)
  *
@@ -15,6 +17,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.js';
 import { scrubSecrets } from './secrets.js';
+import { AddressRanges, LOOPBACK_RANGES } from './address-ranges.js';
 
 export interface ListenAddress {
   host: string;
@@ -37,8 +40,18 @@ export function formatListenAddress(a: ListenAddress): string {
   return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }
 
+/**
+ * Who gets /readyz's detail: callers whose address is in the `readyDetailFrom` ranges
+ * ('loopback', the default; the ranges default to 127.0.0.0/8 and ::1/128), everyone, no one.
+ */
+export type ReadyDetail = 'loopback' | 'all' | 'none';
+
 export interface HttpEndpoints {
   readiness(): { ready: boolean; body: unknown };
+  /** Default 'loopback'. */
+  readyDetail?: ReadyDetail;
+  /** CIDR ranges for `readyDetail: loopback`; default LOOPBACK_RANGES. */
+  readyDetailFrom?: readonly string[];
   metrics(): Promise<{ contentType: string; text: string }>;
 }
 
@@ -57,8 +70,9 @@ export class ListenError extends Error {
 }
 
 export async function startHttpServer(listen: ListenAddress, endpoints: HttpEndpoints, log: Logger): Promise<RunningHttpServer> {
+  const detailFrom = new AddressRanges(endpoints.readyDetailFrom ?? LOOPBACK_RANGES);
   const server = http.createServer((req, res) => {
-    handle(req, res, endpoints).catch((err: unknown) => {
+    handle(req, res, endpoints, detailFrom).catch((err: unknown) => {
       log.error({ err: (err as Error).message, path: req.url }, 'http endpoint failed');
       if (!res.headersSent) send(res, req, 500, 'text/plain; charset=utf-8', 'internal error\n');
       else res.destroy();
@@ -85,7 +99,7 @@ export async function startHttpServer(listen: ListenAddress, endpoints: HttpEndp
   };
 }
 
-async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpoints: HttpEndpoints): Promise<void> {
+async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpoints: HttpEndpoints, detailFrom: AddressRanges): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD');
@@ -98,7 +112,8 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpo
       return;
     case '/readyz': {
       const { ready, body } = endpoints.readiness();
-      send(res, req, ready ? 200 : 503, 'application/json', JSON.stringify(body, null, 2) + '\n');
+      const detail = showsReadyDetail(endpoints.readyDetail ?? 'loopback', req.socket.remoteAddress, detailFrom);
+      send(res, req, ready ? 200 : 503, 'application/json', JSON.stringify(detail ? body : { status: ready ? 'ready' : 'not ready' }, null, 2) + '\n');
       return;
     }
     case '/metrics': {
@@ -112,6 +127,15 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, endpo
     default:
       send(res, req, 404, 'text/plain; charset=utf-8', 'not found\n');
   }
+}
+
+const LOOPBACK = new AddressRanges(LOOPBACK_RANGES);
+
+/** Whether a caller from `remote` gets /readyz's detail (`from`: the readyDetailFrom ranges). */
+export function showsReadyDetail(setting: ReadyDetail, remote: string | undefined, from: AddressRanges = LOOPBACK): boolean {
+  if (setting === 'all') return true;
+  if (setting === 'none') return false;
+  return from.has(remote);
 }
 
 function send(res: http.ServerResponse, req: http.IncomingMessage, status: number, contentType: string, body: string): void {

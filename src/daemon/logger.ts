@@ -4,6 +4,9 @@
  * when stderr is a terminal, one human-readable line (`time LEVEL msg key=value …`).
  * `LOG_FORMAT=json|pretty` chooses explicitly; `LOG_LEVEL` sets the level.
  *
+ * Data never controls the terminal: the pretty format escapes every control character of
+ * messages, keys and values, and JSON lines escape the ones JSON leaves raw (C1, bidi overrides).
+ *
  * Secrets never reach a log line: config values are not logged, errors from destinations are
  * reduced to status and reason, a redact list covers the usual field names, and every line is
  * scrubbed of the secret values the configuration names (see secrets.ts) before it is written.
@@ -36,7 +39,7 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', op
   const stream = {
     write(line: string): void {
       const clean = scrubSecrets(line);
-      out.print(format === 'pretty' ? formatPretty(clean, colors) : clean);
+      out.print(format === 'pretty' ? formatPretty(clean, colors) : escapeJsonControls(clean));
     },
   };
   return pino(
@@ -62,31 +65,59 @@ const LEVEL_COLOR: Record<string, string> = { trace: '90', debug: '36', info: '3
 const FIRST_KEYS = ['tenant', 'source', 'destination', 'object'];
 const HIDDEN_KEYS = new Set(['level', 'time', 'msg', 'service', 'pid', 'hostname']);
 
-/** One pino JSON line → `HH:MM:SS.mmm LEVEL msg key=value …` (a line that is not JSON is passed through). */
+/**
+ * One pino JSON line → `HH:MM:SS.mmm LEVEL msg key=value …` (a line that is not JSON is passed
+ * through). Text from outside (object keys, error texts a server sent, values from the data)
+ * can hold terminal control sequences: every control character of the message, the keys and
+ * the values is written as a visible escape (`\u001b`), so a log line never moves the cursor,
+ * recolours or retitles the terminal.
+ */
 export function formatPretty(line: string, colors = false): string {
   let o: Record<string, unknown>;
   try {
     o = JSON.parse(line) as Record<string, unknown>;
   } catch {
-    return line.endsWith('\n') ? line : line + '\n';
+    const text = line.endsWith('\n') ? line.slice(0, -1) : line;
+    return escapeControls(text) + '\n';
   }
-  const time = typeof o.time === 'string' ? o.time.slice(11, 23) : '';
+  const time = typeof o.time === 'string' ? escapeControls(o.time.slice(11, 23)) : '';
   const level = String(o.level ?? 'info');
-  const label = level.toUpperCase().padEnd(5);
+  const label = escapeControls(level.toUpperCase().padEnd(5));
   const paint = (code: string | undefined, s: string): string => (colors && code ? `\x1b[${code}m${s}\x1b[0m` : s);
   const keys = [...FIRST_KEYS.filter((k) => k in o), ...Object.keys(o).filter((k) => !HIDDEN_KEYS.has(k) && !FIRST_KEYS.includes(k))];
-  const fields = keys.map((k) => `${paint('90', k + '=')}${prettyValue(o[k])}`);
-  return [paint('90', time), paint(LEVEL_COLOR[level], label), String(o.msg ?? ''), ...fields].filter((s) => s !== '').join(' ') + '\n';
+  const fields = keys.map((k) => `${paint('90', escapeControls(k) + '=')}${prettyValue(o[k])}`);
+  return [paint('90', time), paint(LEVEL_COLOR[level], label), escapeControls(String(o.msg ?? '')), ...fields].filter((s) => s !== '').join(' ') + '\n';
+}
+
+/**
+ * C0 and C1 control characters, DEL, and the Unicode line separators and bidirectional
+ * overrides (which reorder what a terminal shows).
+ */
+const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * A JSON line with the control characters JSON leaves raw (DEL, C1 such as the 8-bit CSI, line
+ * separators, bidirectional overrides) as `\uXXXX` escapes: still the same JSON, and safe to
+ * print on a terminal. (They occur only inside strings: the structure is ASCII.)
+ */
+const JSON_RAW_CONTROLS = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+export function escapeJsonControls(line: string): string {
+  return line.replace(JSON_RAW_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** The text with each control character as `\uXXXX` (newline `\n`, tab `\t`, CR `\r`). */
+export function escapeControls(text: string): string {
+  return text.replace(CONTROL_CHARS, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
 
 function prettyValue(v: unknown): string {
-  if (typeof v === 'string') return v === '' || /[\s"=]/.test(v) ? JSON.stringify(v) : v;
+  if (typeof v === 'string') return v === '' || /[\s"=]/.test(v) ? escapeControls(JSON.stringify(v)) : escapeControls(v);
   if (v !== null && typeof v === 'object') {
     const err = v as { message?: unknown; type?: unknown };
-    if (typeof err.message === 'string' && typeof err.type === 'string') return JSON.stringify(`${err.type}: ${err.message}`);
-    return JSON.stringify(v);
+    if (typeof err.message === 'string' && typeof err.type === 'string') return escapeControls(JSON.stringify(`${err.type}: ${err.message}`));
+    return escapeControls(JSON.stringify(v));
   }
-  return String(v);
+  return escapeControls(String(v));
 }
 
 /**

@@ -9,6 +9,8 @@
  *   keeps the running configuration.
  * - The HTTP endpoints (/healthz, /readyz, /metrics) in daemon mode, or with `--listen`.
  * - `--once`: a progress display (bars on a terminal, periodic lines otherwise).
+ * - At start, one warning per weak setting (security-warnings.ts: insecureSkipVerify, credentials
+ *   over plain http to another host).
  */
 import { loadSourceTypes } from '../sources/source-registry.js';
 import type { LoadedConfig } from './config.js';
@@ -20,6 +22,7 @@ import { DEFAULT_LISTEN_ADDRESS, ListenError, parseListenAddress, startHttpServe
 import { ProgressReporter } from './progress.js';
 import { stderrStatusArea } from './terminal.js';
 import { scrubSecrets } from './secrets.js';
+import { securityWarnings } from './security-warnings.js';
 
 export interface RunOptions {
   once: boolean;
@@ -124,6 +127,8 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
         listen,
         {
           readiness: () => daemon.readiness(),
+          readyDetail: loaded.config.server.readyDetail ?? 'loopback',
+          readyDetailFrom: loaded.config.server.readyDetailFrom,
           metrics: async () => {
             daemon.refreshGauges();
             return { contentType: metrics.registry.contentType, text: await metrics.registry.metrics() };
@@ -152,6 +157,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
   }
 
   started = true;
+  for (const w of securityWarnings(loaded.config, env)) log.warn(w.fields, w.msg);
   let progress: ProgressReporter | undefined;
   if (options.once) {
     const tty = process.stderr.isTTY === true;

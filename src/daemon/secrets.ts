@@ -1,10 +1,13 @@
 /**
  * Secret values the process knows about, so that none of them ever leaves it in a log line, an
  * HTTP response (`/readyz`, `/metrics`) or an error text: every such output goes through
- * `scrubSecrets`. The values are gathered from the configuration (header values, options named
- * like a secret, the environment variables `…Env` options name, the files `patFile`-like options
- * name, the overrides files' `hashKey`) and from the standard variables that carry credentials
- * (`OTEL_EXPORTER_OTLP_*HEADERS`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`).
+ * `scrubSecrets`. The values are gathered from the configuration (the values of credential
+ * headers, see `isCredentialHeader`; options named like a secret, the environment variables
+ * `…Env` options name, the files `patFile`-like options name, the overrides files' `hashKey`)
+ * and from the standard variables that carry credentials (the credential headers of
+ * `OTEL_EXPORTER_OTLP_*HEADERS`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`). Other header
+ * values (a tenant id in `X-Scope-OrgID`) are not secrets: scrubbing them would blank out
+ * ordinary words in every log line.
  *
  * This is the second line of defence: the code does not put secrets into messages in the first
  * place (config values are never logged, errors name variables, never their values).
@@ -50,6 +53,22 @@ export function scrubSecrets(text: string): string {
   return out;
 }
 
+/**
+ * Headers whose values are credentials: these exactly, and every header whose name has one of
+ * CREDENTIAL_WORDS as a word (words split at `-` and `_`, case ignored), e.g. `x-api-key`,
+ * `dd-api-key`, `dd-application-key`, `x-tableau-session-token`, `x-sf-token`,
+ * `x-amz-security-token`. Other headers (`X-Scope-OrgID: acme-prod`, `X-Splunk-Request-Channel`,
+ * `Content-Type`) are not secrets: their values are left alone in logs.
+ */
+export const CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-honeycomb-team', 'x-tableau-auth'];
+export const CREDENTIAL_WORDS: readonly string[] = ['auth', 'authorization', 'token', 'key', 'apikey', 'secret', 'password', 'passwd', 'session', 'cookie', 'credential', 'credentials', 'signature', 'pat'];
+
+export function isCredentialHeader(name: string): boolean {
+  const n = name.trim().toLowerCase();
+  if (CREDENTIAL_HEADERS.includes(n)) return true;
+  return n.split(/[-_]+/).some((w) => CREDENTIAL_WORDS.includes(w));
+}
+
 const SECRET_KEY = /(token|secret|password|passwd|apikey|api_key|hashkey|credential|authorization|cookie)$/i;
 const SECRET_ENV_OPTION = /Env$/;
 const SECRET_FILE_OPTION = /(pat|token|secret|password|apikey|key)File$/i;
@@ -62,7 +81,7 @@ export function secretsOfDocument(doc: unknown, env: NodeJS.ProcessEnv, baseDir:
   const out: string[] = [];
   const walk = (value: unknown, key: string, underHeaders: boolean): void => {
     if (typeof value === 'string') {
-      if (underHeaders || SECRET_KEY.test(key)) out.push(value);
+      if ((underHeaders && isCredentialHeader(key)) || SECRET_KEY.test(key)) out.push(value);
       else if (SECRET_ENV_OPTION.test(key) && /^[A-Za-z_][A-Za-z0-9_]*$/.test(value)) out.push(env[value] ?? '');
       else if (SECRET_FILE_OPTION.test(key)) {
         try {
@@ -93,7 +112,7 @@ export function secretsOfEnvironment(env: NodeJS.ProcessEnv): string[] {
     if (!v) continue;
     for (const pair of v.split(',')) {
       const eq = pair.indexOf('=');
-      if (eq > 0) {
+      if (eq > 0 && isCredentialHeader(decodeHeaderName(pair.slice(0, eq)))) {
         const raw = pair.slice(eq + 1).trim();
         out.push(raw);
         try {
@@ -107,4 +126,12 @@ export function secretsOfEnvironment(env: NodeJS.ProcessEnv): string[] {
   }
   for (const name of ['AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN']) if (env[name]) out.push(env[name]!);
   return out;
+}
+
+function decodeHeaderName(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
 }

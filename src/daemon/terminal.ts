@@ -57,7 +57,10 @@ export class StatusArea {
   }
 }
 
-/** Cut a line to `width` visible characters (ANSI colour codes do not count). */
+/**
+ * Cut a line to `width` visible characters (ANSI colour codes do not count). Any other control
+ * character (a name from the data could carry one) is shown as a visible `\uXXXX` escape.
+ */
 export function fit(line: string, width: number): string {
   const max = Math.max(20, width - 1);
   let visible = 0;
@@ -75,7 +78,8 @@ export function fit(line: string, width: number): string {
       out += '\x1b[0m';
       break;
     }
-    out += line[i];
+    const c = line.charCodeAt(i);
+    out += c < 0x20 || (c >= 0x7f && c <= 0x9f) ? `\\u${c.toString(16).padStart(4, '0')}` : line[i];
     visible++;
   }
   return out;

@@ -6,6 +6,12 @@
  * A chunk ends after `maxLines` lines or once it holds `maxBytes`, whichever comes first. Lines
  * longer than `maxLineBytes` are reported as oversize (with their head) and never buffered whole.
  * The first `skipLines` lines are counted and dropped (resume after a restart).
+ *
+ * The work one object can cause is bounded: after `maxObjectBytes` decompressed bytes or
+ * `maxObjectLines` lines (blank lines count: a small gzip object can hold hundreds of millions
+ * of newlines), a `limit` item says where the object was cut and why, and nothing more is read
+ * (the caller dead-letters the rest of the object and moves on). Both counts start at the
+ * object's first byte, also when lines are skipped, so a resumed object is cut at the same line.
  */
 export class ObjectChunk {
   private joined: Buffer | undefined;
@@ -36,13 +42,23 @@ export interface OversizeLine {
   head: string;
 }
 
-export type ChunkItem = { kind: 'chunk'; chunk: ObjectChunk } | { kind: 'oversize'; oversize: OversizeLine };
+/** The object was cut: `line` is the first line not read. */
+export interface ObjectLimit {
+  line: number;
+  reason: string;
+}
+
+export type ChunkItem = { kind: 'chunk'; chunk: ObjectChunk } | { kind: 'oversize'; oversize: OversizeLine } | { kind: 'limit'; limit: ObjectLimit };
 
 export interface ChunkerOptions {
   maxLines: number;
   maxBytes: number;
   maxLineBytes: number;
   skipLines?: number;
+  /** Decompressed bytes read from one object at most (default: no limit). */
+  maxObjectBytes?: number;
+  /** Lines (blank ones included) read from one object at most (default: no limit). */
+  maxObjectLines?: number;
 }
 
 const HEAD_BYTES = 1024;
@@ -50,8 +66,11 @@ const EMPTY = Buffer.alloc(0);
 
 export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: ChunkerOptions): AsyncGenerator<ChunkItem> {
   const { maxLines, maxBytes, maxLineBytes } = options;
+  const maxObjectBytes = options.maxObjectBytes ?? Infinity;
+  const maxObjectLines = options.maxObjectLines ?? Infinity;
   let skip = options.skipLines ?? 0;
   let lineNo = 0;
+  let objectBytes = 0;
   // the chunk being assembled (complete lines, newline included): `parts` plus the range
   // [runStart, runEnd) of `runBuf` that consecutive lines extend (one view per input buffer,
   // not one per line)
@@ -132,14 +151,39 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
     oversize = null;
   };
 
+  const linesReason = `object over maxObjectLines ${maxObjectLines} lines (blank lines count): the rest of it is not read`;
+  /** The object is cut before line `lineNo + 1`: what was read is handed on, then the limit. */
+  const cut = (reason: string): ChunkItem[] => {
+    if (chunkLines > 0) emitChunk();
+    out.push({ kind: 'limit', limit: { line: lineNo + 1, reason } });
+    return out;
+  };
+
   try {
-    for await (const buf of bytes) {
+    for await (const whole of bytes) {
+      // (only the bytes up to the limit are looked at; a line cut by it is not read)
+      const over = objectBytes + whole.length > maxObjectBytes;
+      const buf = over ? whole.subarray(0, maxObjectBytes - objectBytes) : whole;
+      objectBytes += buf.length;
       let start = 0;
+      let linesCut = false;
       for (;;) {
         const nl = buf.indexOf(0x0a, start);
         if (nl === -1) break;
+        if (lineNo >= maxObjectLines) {
+          linesCut = true;
+          break;
+        }
         completeLine(buf, start, nl + 1);
         start = nl + 1;
+      }
+      if (linesCut) {
+        for (const item of cut(linesReason)) yield item;
+        return;
+      }
+      if (over) {
+        for (const item of cut(`object over maxObjectBytes ${maxObjectBytes} decompressed bytes: the rest of it is not read`)) yield item;
+        return;
       }
       if (start < buf.length) {
         endRun(); // (the run must not reach past this buffer's last complete line)
@@ -170,7 +214,13 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
     for (const item of out) yield item;
     throw err;
   }
-  if (partialBytes > 0 || oversize) completeLine(EMPTY, 0, 0);
+  if (partialBytes > 0 || oversize) {
+    if (lineNo >= maxObjectLines) {
+      for (const item of cut(linesReason)) yield item;
+      return;
+    }
+    completeLine(EMPTY, 0, 0);
+  }
   if (chunkLines > 0) emitChunk();
   for (const item of out) yield item;
 }

@@ -2,6 +2,9 @@
  * `type: file`: each batch as one line of OTLP JSON (an ExportLogsServiceRequest, the format of
  * the OpenTelemetry Collector's file exporter), appended to a file or written to stdout
  * (`path: "-"`). For trying the daemon without a collector, and for archiving.
+ *
+ * A file the destination creates is readable by its owner only (0600, like the state files):
+ * the records are the tenant's activity data.
  */
 import { z } from 'zod';
 import { open, type FileHandle } from 'node:fs/promises';
@@ -30,6 +33,8 @@ export function toOtlpJson(builder: OtelLogRecordBuilder, records: readonly Mapp
 }
 
 const NEWLINE = Buffer.from('\n');
+/** Owner read/write only (the mode of a file the destination creates; an existing file keeps its own). */
+const FILE_MODE = 0o600;
 
 export class FileDestination implements Destination {
   readonly name: string;
@@ -49,7 +54,7 @@ export class FileDestination implements Destination {
     try {
       if (!this.handle) {
         mkdirSync(dirname(this.config.path), { recursive: true });
-        this.handle = await open(this.config.path, 'a');
+        this.handle = await open(this.config.path, 'a', FILE_MODE);
       }
       await this.handle.write(line);
       await this.handle.datasync();
@@ -64,7 +69,7 @@ export class FileDestination implements Destination {
     if (this.config.path === '-' || this.handle) return { kind: 'done' };
     try {
       mkdirSync(dirname(this.config.path), { recursive: true });
-      this.handle = await open(this.config.path, 'a');
+      this.handle = await open(this.config.path, 'a', FILE_MODE);
       return { kind: 'done' };
     } catch (err) {
       return { kind: 'retry', reason: `cannot write ${this.config.path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` };

@@ -78,6 +78,8 @@ export interface AttributeSink {
   setRequestUri?(fields: RecordFields, i: number): boolean;
   /** Field i under its route's name unless that name is taken on this record (then false, nothing set). */
   setRouted?(r: Route, fields: RecordFields, i: number): boolean;
+  /** `name` (just set with set()) carries the value of the record's field `source` (for the tenant's overrides). */
+  from?(name: string, source: string): void;
 }
 
 /** A writer mapDirect() streams one record into (see export/otlp-protobuf-encoder.ts). */
@@ -514,15 +516,29 @@ export class RecordMapper {
     if (typeof fields === 'string') return { ok: false, reason: fields };
     const attrs: Record<string, AttrValue> = {};
     // (names come from the data: own properties only, and `__proto__` is a name like any other)
+    // output name → the record field its value came from, for overrides that name a field's
+    // semantic-convention, generic or Tableau name (see namesOfField)
+    const sources = this.overrides.touchesAttributes ? new Map<string, string>() : undefined;
     const sink: AttributeSink = {
       has: (name) => Object.hasOwn(attrs, name),
       set: (name, v) => setOwn(attrs, name, v),
-      setField: (name, f, i) => setOwn(attrs, name, f.value(i) as AttrValue),
+      setField: (name, f, i) => {
+        setOwn(attrs, name, f.value(i) as AttrValue);
+        sources?.set(name, f.name(i));
+      },
+      from: (name, source) => {
+        sources?.set(name, source);
+      },
     };
     const head = this.mapInto(fields, line, ctx, sink);
     if (!head.ok) return head;
     const { eventType, plan, resource } = head;
-    if (this.overrides.active) this.overrides.applyToAttributes(attrs);
+    if (this.overrides.active) {
+      this.overrides.applyToAttributes(attrs, sources && ((name) => {
+        const source = sources.get(name);
+        return source === undefined ? undefined : this.namesOfField(head.family, plan, source);
+      }));
+    }
     // The body is rendered from the attributes as they leave (after the overrides), so a value a
     // tenant drops, redacts or hashes never reaches the body either.
     const lookup = this.bodyLookup(head, (name) => attrs[name]);
@@ -723,7 +739,11 @@ export class RecordMapper {
             const v = rec.value(i) as string;
             const q = v.indexOf('?');
             sink.set(ATTR_URL_PATH, q === -1 ? v : v.slice(0, q));
-            if (q !== -1) sink.set(ATTR_URL_QUERY, v.slice(q + 1));
+            sink.from?.(ATTR_URL_PATH, k);
+            if (q !== -1) {
+              sink.set(ATTR_URL_QUERY, v.slice(q + 1));
+              sink.from?.(ATTR_URL_QUERY, k);
+            }
             continue;
           }
           break;
@@ -748,6 +768,20 @@ export class RecordMapper {
     return { ok: true, seconds, nanos, severity, eventType, plan, family, resource, rec };
   }
 
+  /**
+   * Every name a record field answers to in the tenant's overrides, wherever its value landed
+   * on this record: the Tableau name, the semantic-convention name it maps to (also when another
+   * field took that name first), its generic name and its `tableau.raw.` fallback.
+   */
+  private namesOfField(family: Family, plan: TypePlan, source: string): readonly string[] {
+    const names = [source, plan.renames.get(source) ?? this.prefix + snakeCase(source), RAW_ATTRIBUTE_PREFIX + source];
+    const semconv = this.semconv[family].get(source);
+    if (semconv !== undefined) names.push(semconv);
+    if (source === 'initiatingUrl') names.push(ATTR_URL_FULL);
+    if (source === 'requestUri') names.push(ATTR_URL_PATH, ATTR_URL_QUERY);
+    return names;
+  }
+
   /** Where a source attribute lands by default (semantic-convention move, catalog rename, or tableau.<snake>). */
   private outputNameOf(family: Family, plan: TypePlan, source: string): string {
     if (source === 'initiatingUrl') return ATTR_URL_FULL;
@@ -757,8 +791,11 @@ export class RecordMapper {
   private setTarget(sink: AttributeSink, target: NonNullable<EventTypeEntry['target']>, rec: RecordFields): void {
     const put = (name: string, spec: string | undefined): void => {
       if (!spec) return;
-      const v = firstOf(rec, alternatives(spec));
-      if (v !== undefined) sink.set(name, typeof v === 'string' ? v : jsonText(v));
+      const names = alternatives(spec);
+      const v = firstOf(rec, names);
+      if (v === undefined) return;
+      sink.set(name, typeof v === 'string' ? v : jsonText(v));
+      if (sink.from) sink.from(name, names.find((n) => rec.get(n) === v)!);
     };
     put(ATTR_TARGET_ID, target.id);
     put(ATTR_TARGET_NAME, target.name);

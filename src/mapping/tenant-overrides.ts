@@ -13,6 +13,12 @@
  *   severity: { "hist_delete_*": WARN }
  *
  * Attribute names are output names (after the default mapping); drop/redact/hash accept globs.
+ * drop, redact and hash follow a record field wherever its value lands: a name matches the
+ * attribute's output name, and also the field's Tableau name (`ipAddress`), the semantic-
+ * convention name it maps to (`client.address`: also when another field of the record took
+ * that name first and this one is emitted as `tableau.source_ip` or `tableau.raw.sourceIp`),
+ * its generic name (`tableau.source_ip`) and the target attributes copied from it. So
+ * `hash: [client.address]` hashes every address field of the record, not only the first.
  */
 import { z } from 'zod';
 import { createHmac } from 'node:crypto';
@@ -68,6 +74,11 @@ export type OverridesFile = z.infer<typeof overridesFileSchema>;
 
 export const REDACTED = '[redacted]';
 
+const NONE = 0;
+const HASH = 1;
+const REDACT = 2;
+const DROP = 3;
+
 /** The compiled overrides of one tenant. */
 export class TenantOverrides {
   private readonly keepType: ((t: string) => boolean) | null;
@@ -79,6 +90,7 @@ export class TenantOverrides {
   private readonly staticAttrs: ReadonlyArray<[string, AttrValue]>;
   private readonly severity: ReadonlyArray<[(t: string) => boolean, SeverityName]>;
   private readonly typeCache = new Map<string, boolean>();
+  private readonly actionCache = new Map<string, number>();
   readonly touchesAttributes: boolean;
   /** Anything to do per record at all (attribute operations or static attributes). */
   readonly active: boolean;
@@ -133,16 +145,31 @@ export class TenantOverrides {
     return undefined;
   }
 
-  /** Applies drop, redact, hash, rename, then adds the static attributes; mutates `attrs`. */
-  applyToAttributes(attrs: Record<string, AttrValue>): void {
+  /** What drop/redact/hash say about one name (NONE, HASH, REDACT, DROP: the strongest wins). */
+  private actionOf(name: string): number {
+    let a = this.actionCache.get(name);
+    if (a === undefined) {
+      a = this.dropAttr(name) ? DROP : this.redactAttr(name) ? REDACT : this.hashAttr(name) ? HASH : NONE;
+      if (this.actionCache.size < 10_000) this.actionCache.set(name, a);
+    }
+    return a;
+  }
+
+  /**
+   * Applies drop, redact, hash, rename, then adds the static attributes; mutates `attrs`.
+   * `namesOf(outputName)` gives the other names the attribute answers to (the Tableau, semantic
+   * convention and generic names of the field it came from), if any.
+   */
+  applyToAttributes(attrs: Record<string, AttrValue>, namesOf?: (outputName: string) => readonly string[] | undefined): void {
     if (this.touchesAttributes) {
       for (const name of Object.keys(attrs)) {
-        if (this.dropAttr(name)) {
-          delete attrs[name];
-          continue;
+        let action = this.actionOf(name);
+        if (action !== DROP && namesOf !== undefined) {
+          for (const other of namesOf(name) ?? []) action = Math.max(action, this.actionOf(other));
         }
-        if (this.redactAttr(name)) attrs[name] = REDACTED;
-        else if (this.hashAttr(name)) attrs[name] = this.hmac(attrs[name]);
+        if (action === DROP) delete attrs[name];
+        else if (action === REDACT) attrs[name] = REDACTED;
+        else if (action === HASH) attrs[name] = this.hmac(attrs[name]!);
       }
       for (const [from, to] of this.rename) {
         if (Object.hasOwn(attrs, from)) {

@@ -35,6 +35,10 @@ export interface PipelineSettings {
   maxBatchBytes: number;
   maxInFlightBatches: number;
   maxLineBytes: number;
+  /** Decompressed bytes one object may have; the rest is dead-lettered (bounds a decompression bomb). */
+  maxObjectBytes: number;
+  /** Lines (blank ones included) one object may have; the rest is dead-lettered. */
+  maxObjectLines: number;
   /** Attempts to read one object (transient read errors) before its rest is dead-lettered. */
   objectReadAttempts: number;
   retry: RetryPolicy;
@@ -47,6 +51,8 @@ export const DEFAULT_PIPELINE_SETTINGS: PipelineSettings = {
   maxBatchBytes: 2 * 1024 * 1024,
   maxInFlightBatches: 8,
   maxLineBytes: 16 * 1024 * 1024,
+  maxObjectBytes: 16 * 1024 ** 3,
+  maxObjectLines: 50_000_000,
   objectReadAttempts: 3,
   retry: { initialDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: Infinity },
   checkpointIntervalMs: 0,
@@ -416,8 +422,16 @@ export class SourceRunner {
       try {
         const bytes = decompressed(iterator ? fromIterator(iterator) : obj.open(signal));
         iterator = null;
-        const chunks = objectChunks(bytes, { maxLines: settings.batchSize, maxBytes: settings.maxBatchBytes, maxLineBytes: settings.maxLineBytes, skipLines: lastLine });
+        const chunks = objectChunks(bytes, { maxLines: settings.batchSize, maxBytes: settings.maxBatchBytes, maxLineBytes: settings.maxLineBytes, skipLines: lastLine, maxObjectBytes: settings.maxObjectBytes, maxObjectLines: settings.maxObjectLines });
+        let limited = false;
         for await (const item of chunks) {
+          if (item.kind === 'limit') {
+            // the rest of the object is one dead letter; the object counts as read (the checkpoint moves past it)
+            this.log.warn({ object: obj.key, line: item.limit.line, reason: item.limit.reason }, 'object over a limit; the rest of it is dead-lettered');
+            await this.deadLetterLine(obj.key, uidPrefix, item.limit.line, item.limit.reason, '');
+            limited = true;
+            break;
+          }
           if (item.kind === 'oversize') {
             const o = item.oversize;
             await this.deadLetterLine(obj.key, uidPrefix, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head);

@@ -21,6 +21,48 @@ export interface ParsedYaml {
   doc: Document.Parsed;
   lines: LineCounter;
   value: unknown;
+  /** The strings `${VAR}` substitution changed (see daemon/env-substitution.ts). */
+  substitutions?: Substitution[];
+}
+
+/** One string of the document that `${VAR}` substitution changed. */
+export interface Substitution {
+  path: PropertyKey[];
+  /** As written in the file, e.g. `Bearer ${TOKEN}`. */
+  written: string;
+  /** After substitution. */
+  value: string;
+  /** Each variable's value that went in. */
+  inserted: Array<{ name: string; value: string }>;
+}
+
+/** Inserted values shorter than this are only replaced in the message of their own path (they would garble ordinary text). */
+const MIN_QUOTED_ELSEWHERE = 4;
+
+/**
+ * A validation message with every substituted value put back as written in the file: the
+ * message may quote the value it refuses (`not an ISO 8601 time: "<the PAT>"`), and the value
+ * may be a secret the variable carried.
+ */
+export function unsubstitute(message: string, path: ReadonlyArray<PropertyKey>, substitutions: readonly Substitution[]): string {
+  if (substitutions.length === 0) return message;
+  const pairs: Array<[string, string]> = [];
+  const samePath = (p: ReadonlyArray<PropertyKey>): boolean => p.length === path.length && p.every((k, i) => String(k) === String(path[i]));
+  for (const s of substitutions) {
+    if (s.value.length >= MIN_QUOTED_ELSEWHERE || (s.value.length > 0 && samePath(s.path))) pairs.push([s.value, s.written]);
+    for (const v of s.inserted) if (v.value.length >= MIN_QUOTED_ELSEWHERE) pairs.push([v.value, '${' + v.name + '}']);
+  }
+  // each value also in its JSON-escaped form (messages often quote with JSON.stringify)
+  const written = new Map<string, string>();
+  for (const [value, as] of pairs) {
+    if (!written.has(value)) written.set(value, as);
+    const escaped = JSON.stringify(value).slice(1, -1);
+    if (!written.has(escaped)) written.set(escaped, JSON.stringify(as).slice(1, -1));
+  }
+  if (written.size === 0) return message;
+  // one pass, longest value first, so that text put back is never searched again
+  const alternatives = [...written.keys()].sort((a, b) => b.length - a.length).map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return message.replace(new RegExp(alternatives.join('|'), 'g'), (m) => written.get(m) ?? m);
 }
 
 export function parseYaml(file: string, text: string): ParsedYaml {
@@ -62,7 +104,7 @@ export function validateYaml<S extends z.ZodType>(parsed: ParsedYaml, schema: S,
     parsed.file,
     result.error.issues.map((issue) => {
       const path = issue.path as PropertyKey[];
-      let message = issue.message;
+      let message = unsubstitute(issue.message, path, parsed.substitutions ?? []);
       if (issue.code === 'unrecognized_keys') message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
       return `${positionOf(parsed, path)}: ${formatPath(path)}: ${message}`;
     }),

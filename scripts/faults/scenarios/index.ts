@@ -9,6 +9,7 @@ import { poisonLines } from './poison-lines.js';
 import { securitySecrets, securityTls, securityTenants, securityPaths } from './security.js';
 import { securityTcmRedirect, securitySsrf } from './security-tcm.js';
 import { replay } from './replay.js';
+import { securityOverrides, securityLogs, securityReadyz, securityObjectLimits } from './security-hardening.js';
 import { destination401, destination413 } from './destination-refusals.js';
 
 export const SCENARIOS: Scenario[] = [
@@ -28,6 +29,10 @@ export const SCENARIOS: Scenario[] = [
   securityPaths,
   securityTcmRedirect,
   securitySsrf,
+  securityOverrides,
+  securityLogs,
+  securityReadyz,
+  securityObjectLimits,
   replay,
   destination401,
   destination413,
