@@ -5,7 +5,11 @@
  *
  * A chunk ends after `maxLines` lines or once it holds `maxBytes`, whichever comes first. Lines
  * longer than `maxLineBytes` are reported as oversize (with their head) and never buffered whole.
- * The first `skipLines` lines are counted and dropped (resume after a restart).
+ * The first `skipLines` lines are counted and dropped (resume after a restart). Every chunk and
+ * oversize line says where it ends in the stream (`endOffset`), so a source that can seek (a
+ * local file) resumes by byte offset; `firstLine` numbers lines on from an earlier position.
+ * With `holdUnterminated`, a last line without its newline is not handed on: the object is
+ * still growing and the rest of that line is still to come.
  */
 export class ObjectChunk {
   private joined: Buffer | undefined;
@@ -21,6 +25,8 @@ export class ObjectChunk {
      */
     readonly parts: Buffer[],
     readonly byteLength: number,
+    /** Bytes of the stream up to the end of the chunk's last line (its newline included). */
+    readonly endOffset: number = 0,
   ) {}
 
   /** The chunk's bytes in one buffer (joined on first use). */
@@ -34,6 +40,8 @@ export interface OversizeLine {
   line: number;
   bytes: number;
   head: string;
+  /** Bytes of the stream up to the end of this line. */
+  endOffset: number;
 }
 
 export type ChunkItem = { kind: 'chunk'; chunk: ObjectChunk } | { kind: 'oversize'; oversize: OversizeLine };
@@ -43,6 +51,10 @@ export interface ChunkerOptions {
   maxBytes: number;
   maxLineBytes: number;
   skipLines?: number;
+  /** Lines before the stream's first byte (a resume by byte offset): the first line read is `firstLine + 1`. Default 0. */
+  firstLine?: number;
+  /** The object may still grow: a last line without a newline is held back (not yielded, its bytes not counted in any `endOffset`). */
+  holdUnterminated?: boolean;
 }
 
 const HEAD_BYTES = 1024;
@@ -51,7 +63,10 @@ const EMPTY = Buffer.alloc(0);
 export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: ChunkerOptions): AsyncGenerator<ChunkItem> {
   const { maxLines, maxBytes, maxLineBytes } = options;
   let skip = options.skipLines ?? 0;
-  let lineNo = 0;
+  let lineNo = options.firstLine ?? 0;
+  // bytes of the stream before the current buffer, and the end of the last line in the chunk
+  let streamPos = 0;
+  let chunkEnd = 0;
   // the chunk being assembled (complete lines, newline included): `parts` plus the range
   // [runStart, runEnd) of `runBuf` that consecutive lines extend (one view per input buffer,
   // not one per line)
@@ -74,14 +89,14 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
   };
   const emitChunk = (): void => {
     endRun();
-    out.push({ kind: 'chunk', chunk: new ObjectChunk(chunkFirst, chunkLines, parts, partsBytes) });
+    out.push({ kind: 'chunk', chunk: new ObjectChunk(chunkFirst, chunkLines, parts, partsBytes, chunkEnd) });
     parts = [];
     partsBytes = 0;
     chunkLines = 0;
   };
-  const emitOversize = (line: number, size: number, head: Buffer): void => {
+  const emitOversize = (line: number, size: number, head: Buffer, endOffset: number): void => {
     if (chunkLines > 0) emitChunk();
-    out.push({ kind: 'oversize', oversize: { line, bytes: size, head: head.subarray(0, HEAD_BYTES).toString('utf8') } });
+    out.push({ kind: 'oversize', oversize: { line, bytes: size, head: head.subarray(0, HEAD_BYTES).toString('utf8'), endOffset } });
   };
 
   /**
@@ -90,6 +105,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
    */
   const completeLine = (buf: Buffer, start: number, end: number): void => {
     lineNo++;
+    const lineEnd = streamPos + end;
     const segLen = end - start;
     const len = partialBytes + segLen;
     let content = len;
@@ -107,9 +123,9 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
         size--;
         if ((segLen >= 2 ? buf[end - 2] : oversize.last) === 0x0d) size--;
       }
-      emitOversize(lineNo, size, oversize.head);
+      emitOversize(lineNo, size, oversize.head, lineEnd);
     } else if (content > maxLineBytes) {
-      emitOversize(lineNo, content, Buffer.concat([...partial, buf.subarray(start, Math.min(end, start + HEAD_BYTES))]));
+      emitOversize(lineNo, content, Buffer.concat([...partial, buf.subarray(start, Math.min(end, start + HEAD_BYTES))]), lineEnd);
     } else if (len > 0) {
       if (chunkLines === 0) chunkFirst = lineNo;
       if (partialBytes > 0) {
@@ -125,6 +141,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
       }
       partsBytes += len;
       chunkLines++;
+      chunkEnd = lineEnd;
       if (chunkLines >= maxLines || partsBytes >= maxBytes) emitChunk();
     }
     partial = [];
@@ -157,6 +174,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
           partialBytes += tail.length;
         }
       }
+      streamPos += buf.length;
       if (out.length > 0) {
         const items = out;
         out = [];
@@ -170,7 +188,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
     for (const item of out) yield item;
     throw err;
   }
-  if (partialBytes > 0 || oversize) completeLine(EMPTY, 0, 0);
+  if ((partialBytes > 0 || oversize) && !options.holdUnterminated) completeLine(EMPTY, 0, 0);
   if (chunkLines > 0) emitChunk();
   for (const item of out) yield item;
 }
