@@ -7,8 +7,9 @@
  * same `log.record.uid`, no dead letters.
  */
 import { describe, it, expect, afterEach } from 'vitest';
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { startCli, type CliProcess } from './support/cli-process.js';
 import { parseLogLines, waitFor } from './support/daemon-process.js';
@@ -182,6 +183,15 @@ describe('directory source: files being written', () => {
     expect(deadLetters(state)).toEqual([]);
     uidsStable(receiver);
     expect(logLines(d, /file renamed \(rotated\)/).length).toBeGreaterThanOrEqual(1);
+    // the next rotation compresses `.1` into `.2.gz`: recognised by its decompressed first bytes, not read again
+    const before = seqs(receiver).length;
+    writeFileSync(`${active}.2.gz`, gzipSync(readFileSync(`${active}.1`)));
+    rmSync(`${active}.1`);
+    await waitFor('the compressed copy noticed', () => logLines(d, /copy of a file read before/).length >= 1, 30_000);
+    // and a new line in the active file: once it is here, the poll that saw the .gz is over
+    appendFileSync(active, w.lines(1));
+    await allArrived(receiver, w);
+    expect(seqs(receiver).length).toBe(before + 1);
   }, 90_000);
 
   it('copytruncate: the copy is read on from the offset, the truncated file again from its start (with a warning)', async () => {
@@ -297,4 +307,25 @@ describe('directory source: files being written', () => {
     expect(deadLetters(state)).toEqual([]);
     uidsStable(receiver);
   }, 120_000);
+
+  it('a checkpoint from before byte offsets: resumed by line count once, then by offset', async () => {
+    receiver = await startOtlpReceiver();
+    const { logs, state, config } = setup();
+    const w = new Writer();
+    const file = join(logs, 'vizportal_1-cepp-canonical-events.log');
+    writeFileSync(file, w.lines(30));
+    // the entry an earlier version wrote: 20 lines acknowledged, not finished
+    mkdirSync(join(state, TENANT), { recursive: true });
+    writeFileSync(join(state, TENANT, 'checkpoints.json'), JSON.stringify({ version: 1, savedAt: '', sources: { [`directory:${logs}`]: { objects: { 'vizportal_1-cepp-canonical-events.log': { line: 20 } } } } }));
+    const sent = w.written.splice(0, 20);
+    daemon(config);
+    await allArrived(receiver, w);
+    expect(seqs(receiver).some((s) => sent.includes(s))).toBe(false);
+    appendFileSync(file, w.lines(5));
+    expect((await allArrived(receiver, w)).duplicates).toBe(0);
+    const cp = JSON.parse(readFileSync(join(state, TENANT, 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number; offset?: number; file?: unknown }> }> };
+    const entry = Object.values(cp.sources)[0]!.objects['vizportal_1-cepp-canonical-events.log']!;
+    expect(entry).toMatchObject({ line: 35, offset: readFileSync(file).length });
+    expect(entry.file).toBeDefined();
+  }, 60_000);
 });

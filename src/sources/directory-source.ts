@@ -116,11 +116,13 @@ export class DirectorySource implements Source {
       checkpoint.position = { ...(checkpoint.position ?? {}), [WATERMARK]: cutoff };
     }
 
-    await this.matchIdentities(checkpoint, files, now);
-
     // the newest modification per folder: the file still being written there
     const newestInFolder = new Map<string, number>();
     for (const f of files) newestInFolder.set(f.folder, Math.max(newestInFolder.get(f.folder) ?? 0, f.mtimeMs));
+    const isFinished = (f: ListedFile): boolean =>
+      parseObjectKey(f.key).partitionHour !== undefined || this.config.finishAfter === 0 || (now - f.mtimeMs >= this.config.finishAfter && f.mtimeMs < newestInFolder.get(f.folder)!);
+
+    const deferred = await this.matchIdentities(checkpoint, files, now, isFinished);
 
     const out: SourceObject[] = [];
     for (const f of files) {
@@ -130,7 +132,8 @@ export class DirectorySource implements Source {
       // finished at this size, and not read by byte offset (gzip, or from before offsets were kept)
       if (progress?.done && progress.size === f.size && progress.offset === undefined) continue;
       if (progress?.offset !== undefined && progress.offset === f.size) continue; // nothing new
-      const finished = h !== undefined || this.config.finishAfter === 0 || (now - f.mtimeMs >= this.config.finishAfter && f.mtimeMs < newestInFolder.get(f.folder)!);
+      if (deferred.has(f.key)) continue;
+      const finished = isFinished(f);
       // an entry with a byte offset is a plain file; otherwise the head says (gzip, fingerprint)
       let head = f.head;
       if (!progress?.file || progress.offset === undefined) {
@@ -188,7 +191,8 @@ export class DirectorySource implements Source {
    * rename: same inode and fingerprint; a copy: same fingerprint) or set aside in `gone`, where
    * a later copy can still claim it and where it is forgotten after `lookbackHours`.
    */
-  private async matchIdentities(checkpoint: SourceCheckpoint, files: Candidate[], now: number): Promise<void> {
+  private async matchIdentities(checkpoint: SourceCheckpoint, files: Candidate[], now: number, isFinished: (f: ListedFile) => boolean): Promise<Set<string>> {
+    const deferred = new Set<string>();
     const byKey = new Map(files.map((f) => [f.key, f]));
     const head = async (f: Candidate): Promise<FileHead | undefined> => {
       f.head ??= await readFileHead(f.full, false).catch(() => undefined);
@@ -227,8 +231,8 @@ export class DirectorySource implements Source {
       claimable.splice(claimable.indexOf(c), 1);
       if (c.goneKey !== undefined) delete gone[c.goneKey];
     };
+    const unclaimed = files.filter((f) => !checkpoint.objects[f.key]);
     if (claimable.length > 0) {
-      const unclaimed = files.filter((f) => !checkpoint.objects[f.key]);
       // renames first: same inode, same first bytes
       for (const f of unclaimed) {
         // (never the entry this very name just lost: it was truncated or rewritten)
@@ -241,21 +245,32 @@ export class DirectorySource implements Source {
         checkpoint.objects[f.key] = { ...c.p, file: { ...file, dev: h.dev } };
         this.log?.info({ object: f.key, from: c.goneKey === undefined ? c.key : undefined, offset: c.p.offset ?? null, line: c.p.line }, 'file renamed (rotated): reading on from where it was left');
       }
-      // copies (logrotate copytruncate, a compressed rotation): another inode, the same first bytes
-      for (const f of unclaimed) {
-        if (checkpoint.objects[f.key] || claimable.length === 0) continue;
-        const h = await head(f);
-        if (!h?.fp) continue;
-        const c = claimable.find((x) => x.p.file.fp === h.fp && x.key !== f.key);
-        if (!c) continue;
-        claim(c);
-        const file: FileIdentity = { dev: h.dev, ino: h.ino, fp: h.fp, uid: c.p.file.uid };
-        if (h.gzip) checkpoint.objects[f.key] = { line: c.p.line, file }; // read by line count
-        else if (c.p.offset !== undefined && h.size >= c.p.offset) checkpoint.objects[f.key] = { line: c.p.line, offset: c.p.offset, file };
-        else if (c.p.offset !== undefined) checkpoint.objects[f.key] = { line: c.p.line, offset: h.size, done: true, size: h.size, file }; // a copy of what was read already
-        else checkpoint.objects[f.key] = { line: c.p.line, file }; // (an entry without offset: by line count)
-        this.log?.info({ object: f.key, from: c.goneKey === undefined ? c.key : undefined, offset: checkpoint.objects[f.key]!.offset ?? null, line: c.p.line }, 'copy of a file read before (e.g. copytruncate): reading on from where it was left');
+    }
+    // copies (logrotate copytruncate, a compressed rotation): another inode, the same first bytes
+    let present: Set<string> | undefined;
+    for (const f of unclaimed) {
+      if (checkpoint.objects[f.key]) continue;
+      const h = await head(f);
+      if (!h?.fp) continue;
+      const c = claimable.find((x) => x.p.file.fp === h.fp && x.key !== f.key);
+      if (!c) {
+        // a compressed copy of a file that is still there (logrotate's compress, before it removes the original): wait for that
+        present ??= new Set(Object.values(checkpoint.objects).flatMap((p) => (p.file ? [p.file.fp] : [])));
+        if (h.gzip && present.has(h.fp)) deferred.add(f.key);
+        continue;
       }
+      if (!h.gzip && c.p.offset !== undefined && h.size < c.p.offset && !isFinished(f)) {
+        // shorter than what was read: a copy still being made (or of what was read already): wait until it is quiet
+        deferred.add(f.key);
+        continue;
+      }
+      claim(c);
+      const file: FileIdentity = { dev: h.dev, ino: h.ino, fp: h.fp, uid: c.p.file.uid };
+      if (h.gzip) checkpoint.objects[f.key] = { line: c.p.line, file }; // read by line count
+      else if (c.p.offset !== undefined && h.size >= c.p.offset) checkpoint.objects[f.key] = { line: c.p.line, offset: c.p.offset, file };
+      else if (c.p.offset !== undefined) checkpoint.objects[f.key] = { line: c.p.line, offset: h.size, done: true, size: h.size, file }; // a copy of what was read already
+      else checkpoint.objects[f.key] = { line: c.p.line, file }; // (an entry without offset: by line count)
+      this.log?.info({ object: f.key, from: c.goneKey === undefined ? c.key : undefined, offset: checkpoint.objects[f.key]!.offset ?? null, line: c.p.line }, 'copy of a file read before (e.g. copytruncate): reading on from where it was left');
     }
     // what is left is nowhere to be seen: kept a while for a copy that may still turn up
     for (const c of claimable) {
@@ -266,6 +281,7 @@ export class DirectorySource implements Source {
     for (const [k, p] of Object.entries(gone)) if (!p.file?.goneAt || now - p.file.goneAt > keepMs) delete gone[k];
     if (Object.keys(gone).length > 0) checkpoint.gone = gone;
     else delete checkpoint.gone;
+    return deferred;
   }
 }
 

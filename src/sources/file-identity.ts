@@ -16,7 +16,7 @@ import { constants, gunzipSync } from 'node:zlib';
 /** Bytes the fingerprint covers at most. */
 export const FINGERPRINT_BYTES = 1024;
 /** Compressed bytes read to find the first decompressed ones of a gzip file. */
-const GZIP_HEAD_BYTES = 16 * 1024;
+const GZIP_HEAD_BYTES = 4 * 1024;
 
 export interface FileHead {
   dev: number;
