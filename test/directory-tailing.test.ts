@@ -235,6 +235,27 @@ describe('directory source: files being written', () => {
     expect(logLines(d, /reading (it again|the new one) from the start/).length).toBe(1);
   }, 60_000);
 
+  it('truncated and written again from the same first line: the new content is read, with uids of its own', async () => {
+    receiver = await startOtlpReceiver();
+    const { logs, state, config } = setup();
+    const w = new Writer();
+    const file = join(logs, 'vizqlserver_3-cepp-canonical-events.log');
+    const header = w.line(); // the same first line in both contents
+    writeFileSync(file, header + w.lines(10));
+    const d = daemon(config);
+    await allArrived(receiver, w);
+    truncateSync(file, 0);
+    appendFileSync(file, header + w.lines(3)); // shorter than what was read
+    await allArrived(receiver, w);
+    const headerSeq = w.written[0]!;
+    const headerCopies = receiver.records().filter((r) => Number(r.attributes['tableau.test_seq']) === headerSeq);
+    expect(headerCopies).toHaveLength(2);
+    expect(new Set(headerCopies.map((r) => r.attributes['log.record.uid'])).size).toBe(2);
+    expect(seqs(receiver)).toHaveLength(w.written.length + 1);
+    expect(deadLetters(state)).toEqual([]);
+    expect(logLines(d, /reading it again from the start/)).toHaveLength(1);
+  }, 60_000);
+
   it('symlinks: a linked file is read like the file, a linked folder too, a link back up the tree is no loop', async () => {
     receiver = await startOtlpReceiver();
     const { work, logs, state, config } = setup();

@@ -125,6 +125,7 @@ export class DirectorySource implements Source {
     const deferred = await this.matchIdentities(checkpoint, files, now, isFinished);
 
     const out: SourceObject[] = [];
+    let knownUids: Set<string> | undefined;
     for (const f of files) {
       const h = parseObjectKey(f.key).partitionHour;
       const progress = checkpoint.objects[f.key];
@@ -141,7 +142,7 @@ export class DirectorySource implements Source {
         if (!head) continue; // removed meanwhile
       }
       const gzip = head?.gzip === true;
-      const file: FileIdentity | undefined = progress?.file ?? (head?.fp ? { dev: head.dev, ino: head.ino, fp: head.fp, uid: fileUidIdentity(head.dev, head.ino, head.fp) } : undefined);
+      const file: FileIdentity | undefined = progress?.file ?? (head?.fp ? this.newIdentity((knownUids ??= uidsIn(checkpoint)), head.dev, head.ino, head.fp, now) : undefined);
       if (!file) continue; // no complete first line yet: nothing to read
       const growing = !finished && !gzip;
       if (progress?.done && progress.size === f.size) {
@@ -183,6 +184,18 @@ export class DirectorySource implements Source {
       out.push(listed);
     }
     return out;
+  }
+
+  /**
+   * A file read for the first time. Its uid identity is its device, inode and fingerprint;
+   * unless a file read before had the same (truncated and written again from the same first
+   * line): then the time tells them apart, so that their records do not share uids.
+   */
+  private newIdentity(known: Set<string>, dev: number, ino: number, fp: string, now: number): FileIdentity {
+    let uid = fileUidIdentity(dev, ino, fp);
+    if (known.has(uid)) uid += `\n${now}`;
+    known.add(uid);
+    return { dev, ino, fp, uid };
   }
 
   /**
@@ -239,7 +252,8 @@ export class DirectorySource implements Source {
         const c = claimable.find((x) => x.p.file.ino === f.ino && x.key !== f.key);
         if (!c) continue;
         const h = await head(f);
-        if (!h || h.fp !== c.p.file.fp) continue;
+        // (a renamed file is not shorter than what was read of it: one that is was truncated, and is new)
+        if (!h || h.fp !== c.p.file.fp || (c.p.offset !== undefined && h.size < c.p.offset)) continue;
         claim(c);
         const { goneAt: _, ...file } = c.p.file;
         checkpoint.objects[f.key] = { ...c.p, file: { ...file, dev: h.dev } };
@@ -252,7 +266,8 @@ export class DirectorySource implements Source {
       if (checkpoint.objects[f.key]) continue;
       const h = await head(f);
       if (!h?.fp) continue;
-      const c = claimable.find((x) => x.p.file.fp === h.fp && x.key !== f.key);
+      // (a copy has another inode: the same one shorter than what was read was truncated)
+      const c = claimable.find((x) => x.p.file.fp === h.fp && x.key !== f.key && x.p.file.ino !== f.ino);
       if (!c) {
         // a compressed copy of a file that is still there (logrotate's compress, before it removes the original): wait for that
         present ??= new Set(Object.values(checkpoint.objects).flatMap((p) => (p.file ? [p.file.fp] : [])));
@@ -283,6 +298,13 @@ export class DirectorySource implements Source {
     else delete checkpoint.gone;
     return deferred;
   }
+}
+
+/** The uid identities of the files in the checkpoint (and those gone). */
+function uidsIn(checkpoint: SourceCheckpoint): Set<string> {
+  const out = new Set<string>();
+  for (const p of [...Object.values(checkpoint.objects), ...Object.values(checkpoint.gone ?? {})]) if (p.file) out.add(p.file.uid);
+  return out;
 }
 
 /** `YYYY-MM-DDTHH` minus n hours. */
