@@ -52,9 +52,10 @@ export const directorySourceConfigSchema = z
     /**
      * A last line without a newline is read (as a complete record) once its file has not changed
      * for this long and a newer file exists in its folder (it was rotated away). 0: at once
-     * (folders of finished files).
+     * (folders of finished files). Long by default: a process that sits idle with half a line
+     * written while another file of its folder changes must not have that half read as a record.
      */
-    finishAfter: durationSchema.default(300_000),
+    finishAfter: durationSchema.default(3_600_000),
   })
   .strict();
 export type DirectorySourceConfig = z.infer<typeof directorySourceConfigSchema>;
