@@ -125,6 +125,11 @@ export class DirectorySource implements Source {
 
     const deferred = await this.matchIdentities(checkpoint, files, now, isFinished);
 
+    if (this.finishedAt.size > files.length) {
+      // (bounded: only files still listed)
+      const listed = new Set(files.flatMap((f) => (checkpoint.objects[f.key]?.file ? [checkpoint.objects[f.key]!.file!.uid] : [])));
+      for (const uid of this.finishedAt.keys()) if (!listed.has(uid)) this.finishedAt.delete(uid);
+    }
     const out: SourceObject[] = [];
     let knownUids: Set<string> | undefined;
     for (const f of files) {
