@@ -361,7 +361,7 @@ export class SourceRunner {
     const objects = await this.source.pending(this.checkpoint, readSignal);
     this.ctx.checkpoints.changed(); // listing may have pruned the state
     this.progress.objectsListed += objects.length;
-    for (const o of objects) if (o.size === undefined) this.progress.sizesKnown = false; else this.progress.bytesListed += o.size;
+    for (const o of objects) if (o.size === undefined) this.progress.sizesKnown = false; else this.progress.bytesListed += o.size - (o.startOffset ?? 0);
     const ahead = Math.max(1, this.source.readConcurrency ?? 1);
     const opened = new Map<number, AsyncIterator<Buffer | Uint8Array>>();
     const openAt = (i: number): void => {
