@@ -11,6 +11,7 @@ import { DirectorySource, directorySourceConfigSchema } from '../src/sources/dir
 import { readFileHead, fileUidIdentity } from '../src/sources/file-identity.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
 import { tempDir } from './support/activity-fixtures.js';
+import { waitFor } from './support/daemon-process.js';
 
 const lines = (from: number, n: number): string => Array.from({ length: n }, (_, i) => `${JSON.stringify({ eventType: 'hist_access_view', testSeq: from + i, pad: 'p'.repeat(40) })}\n`).join('');
 
@@ -78,6 +79,27 @@ describe('DirectorySource identities', () => {
     writeFileSync(copy, lines(0, 23));
     const next = await src.pending(cp);
     expect(next.map((o) => ({ key: o.key, startOffset: o.startOffset, startLine: o.startLine }))).toEqual([{ key: 'x.log.1', startOffset: offset, startLine: 20 }]);
+  });
+
+  it('a file that begins like one still in place waits a moment for it to be truncated; then it is a file of its own', async () => {
+    const dir = tempDir('tao-dirsrc-');
+    writeFileSync(join(dir, 'x.log'), lines(0, 20));
+    const cp = await readToEnd(dir, 'x.log', 20);
+    const src = source(dir, { pollInterval: '1ms' }); // a copy settles in 2 poll intervals + 1 s
+    // a copy made just now (the original not truncated yet): not read as a new file
+    copyFileSync(join(dir, 'x.log'), join(dir, 'x.log.1'));
+    // another file whose first line is the same, and that goes on differently
+    writeFileSync(join(dir, 'y.log'), lines(0, 1) + lines(500, 3));
+    expect((await src.pending(cp)).map((o) => o.key)).toEqual([]);
+    // the original is truncated: the copy takes over its progress
+    truncateSync(join(dir, 'x.log'), 0);
+    expect((await src.pending(cp)).map((o) => o.key)).toEqual([]);
+    expect(cp.objects['x.log.1']).toMatchObject({ line: 20, offset: readFileSync(join(dir, 'x.log.1')).length });
+    // y.log still begins like a file in place (x.log.1), but it has settled: a file of its own
+    const created = Date.now();
+    await waitFor('the settling time', () => Date.now() - created > 1100, 5000);
+    const next = await src.pending(cp);
+    expect(next.map((o) => ({ key: o.key, startOffset: o.startOffset }))).toEqual([{ key: 'y.log', startOffset: 0 }]);
   });
 
   it('hidden folders are not walked; a file in a folder linked twice is listed once', async () => {

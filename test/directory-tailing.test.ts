@@ -283,8 +283,14 @@ describe('directory source: files being written', () => {
     const { duplicates } = await allArrived(receiver, w);
     expect(duplicates).toBe(0);
     expect(deadLetters(state)).toEqual([]);
-    const cp = JSON.parse(readFileSync(join(state, TENANT, 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, unknown> }> };
-    expect(Object.keys(Object.values(cp.sources)[0]!.objects).sort()).toEqual(['linked/backgrounder_1-cepp-canonical-events.log', 'mounted/vizqlserver_1-cepp-canonical-events.log', 'single.log']);
+    // the checkpoint names the files by the paths they were listed under (written just after the destination answered)
+    const keysNow = (): string[] => {
+      const cp = JSON.parse(readFileSync(join(state, TENANT, 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, unknown> }> };
+      return Object.keys(Object.values(cp.sources)[0]!.objects).sort();
+    };
+    const expectedKeys = ['linked/backgrounder_1-cepp-canonical-events.log', 'mounted/vizqlserver_1-cepp-canonical-events.log', 'single.log'];
+    await waitFor('the checkpoint of all three', () => keysNow().length >= 3, 30_000);
+    expect(keysNow()).toEqual(expectedKeys);
     expect(d.child.exitCode).toBeNull();
   }, 60_000);
 
@@ -344,8 +350,12 @@ describe('directory source: files being written', () => {
     expect(seqs(receiver).some((s) => sent.includes(s))).toBe(false);
     appendFileSync(file, w.lines(5));
     expect((await allArrived(receiver, w)).duplicates).toBe(0);
-    const cp = JSON.parse(readFileSync(join(state, TENANT, 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number; offset?: number; file?: unknown }> }> };
-    const entry = Object.values(cp.sources)[0]!.objects['vizportal_1-cepp-canonical-events.log']!;
+    // (the checkpoint is written just after the destination answered)
+    const entryNow = (): { line: number; offset?: number; file?: unknown } => {
+      const cp = JSON.parse(readFileSync(join(state, TENANT, 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number; offset?: number; file?: unknown }> }> };
+      return Object.values(cp.sources)[0]!.objects['vizportal_1-cepp-canonical-events.log']!;
+    };
+    const entry = await waitFor('the checkpoint of line 35', () => (entryNow().line === 35 ? entryNow() : undefined), 30_000);
     expect(entry).toMatchObject({ line: 35, offset: readFileSync(file).length });
     expect(entry.file).toBeDefined();
   }, 60_000);

@@ -84,6 +84,11 @@ export class DirectorySource implements Source {
     this.log = log?.child({ source: this.id });
   }
 
+  /** How long a fresh copy of a file still in place waits for its original to be truncated or removed. */
+  private get copySettleMs(): number {
+    return 2 * this.pollIntervalMs + 1000;
+  }
+
   /** A name is read when it ends in one of `extensions`, or in one and a rotation number (`x.log.1`). */
   private readonly wanted = (name: string): boolean => {
     const exts = this.config.extensions;
@@ -275,9 +280,11 @@ export class DirectorySource implements Source {
       // (a copy has another inode: the same one shorter than what was read was truncated)
       const c = claimable.find((x) => x.p.file.fp === h.fp && x.key !== f.key && x.p.file.ino !== f.ino);
       if (!c) {
-        // a compressed copy of a file that is still there (logrotate's compress, before it removes the original): wait for that
+        // the first bytes of a file that is still there: a copy just made, its original about to
+        // be truncated (copytruncate) or removed (compress). Wait a little for that; a file that
+        // stays like this is another file that begins the same way, and new.
         present ??= new Set(Object.values(checkpoint.objects).flatMap((p) => (p.file ? [p.file.fp] : [])));
-        if (h.gzip && present.has(h.fp)) deferred.add(f.key);
+        if (present.has(h.fp) && now - h.ctimeMs < this.copySettleMs) deferred.add(f.key);
         continue;
       }
       if (!h.gzip && c.p.offset !== undefined && h.size < c.p.offset && !isFinished(f)) {

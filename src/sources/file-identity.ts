@@ -23,6 +23,8 @@ export interface FileHead {
   ino: number;
   size: number;
   mtimeMs: number;
+  /** Last change of the file or its metadata (a copy made now is recent here even if its mtime was preserved). */
+  ctimeMs: number;
   gzip: boolean;
   /** Hash of the first line (at most FINGERPRINT_BYTES); null while it is not complete. */
   fp: string | null;
@@ -49,7 +51,7 @@ export async function readFileHead(path: string, finished: boolean): Promise<Fil
         head = head.subarray(0, FINGERPRINT_BYTES); // corrupt: the raw bytes identify it (reading it will report the error)
       }
     }
-    return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, gzip, fp: fingerprint(head, finished || gzip) };
+    return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, gzip, fp: fingerprint(head, finished || gzip) };
   } finally {
     await handle.close();
   }
