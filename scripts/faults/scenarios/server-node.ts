@@ -82,7 +82,7 @@ export const serverNode: Scenario = {
     const ROTATE_EVERY = short ? 40 : 60; // ticks
     const receiver = await startOtlpReceiver();
     ctx.defer(() => receiver.close());
-    receiver.setDelay(5);
+    receiver.setDelay(40); // answers take a while: the kill cuts requests in flight (re-sent after the restart)
     const work = ctx.dir('work');
     const logs = join(work, 'logs');
     const state = join(work, 'state');
