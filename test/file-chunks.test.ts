@@ -94,4 +94,29 @@ describe('fileChunks', () => {
     const file = join(dir, 'gone.txt');
     await expect(collect(fileChunks(file, { expectedSize: 10 }))).rejects.toMatchObject({ code: 'ENOENT', path: file });
   });
+
+  it('starts at a byte offset and reports where the end was', async () => {
+    const file = join(dir, 'offset.txt');
+    const data = randomBytes(300_000);
+    writeFileSync(file, data);
+    const ends: Array<number | null> = [];
+    const chunks = await collect(fileChunks(file, { expectedSize: data.length, start: 123_456, onEnd: (e) => ends.push(e) }));
+    expect(Buffer.concat(chunks).equals(data.subarray(123_456))).toBe(true);
+    expect(ends).toEqual([300_000]);
+  });
+
+  it('given the inode listed: another file under the path, or none, reads nothing and reports it (rotated meanwhile)', async () => {
+    const { statSync, renameSync } = await import('node:fs');
+    const file = join(dir, 'rotating.txt');
+    writeFileSync(file, 'old\n');
+    const ino = statSync(file).ino;
+    renameSync(file, `${file}.1`);
+    const ends: Array<number | null> = [];
+    expect(await collect(fileChunks(file, { expectedSize: 4, ino, onEnd: (e) => ends.push(e) }))).toEqual([]);
+    writeFileSync(file, 'new\n');
+    expect(await collect(fileChunks(file, { expectedSize: 4, ino, onEnd: (e) => ends.push(e) }))).toEqual([]);
+    expect(ends).toEqual([null, null]);
+    // the renamed one is still that inode: read
+    expect(Buffer.concat(await collect(fileChunks(`${file}.1`, { expectedSize: 4, ino }))).toString()).toBe('old\n');
+  });
 });

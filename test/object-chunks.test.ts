@@ -162,4 +162,46 @@ describe('objectChunks', () => {
     for await (const i of objectChunks(pieces(data, () => 7), { maxLines: 100, maxBytes: 1000, maxLineBytes: 100, maxObjectBytes: 110 })) exact.push(i);
     expect(exact.map((i) => i.kind)).toEqual(['chunk']);
   });
+
+  it('says where each chunk and oversize line ends in the stream; holdUnterminated keeps back a last line without newline; firstLine numbers on', async () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const r = rng(seed);
+      const maxLineBytes = 20 + Math.floor(r() * 40);
+      const data = randomObject(r, maxLineBytes);
+      // where line n (1-based) ends, its newline included
+      const ends: number[] = [];
+      for (let i = data.indexOf(0x0a); i !== -1; i = data.indexOf(0x0a, i + 1)) ends.push(i + 1);
+      if (ends.at(-1) !== data.length && data.length > 0) ends.push(data.length);
+      const complete = data.lastIndexOf(0x0a) + 1;
+      const base = Math.floor(r() * 1000);
+      for (const hold of [false, true]) {
+        const items: ChunkItem[] = [];
+        const opts = { maxLines: 1 + Math.floor(r() * 10), maxBytes: 16 + Math.floor(r() * 200), maxLineBytes, firstLine: base, holdUnterminated: hold };
+        for await (const item of objectChunks(pieces(data, () => 1 + r() * 50), opts)) items.push(item);
+        let last = 0;
+        for (const item of items) {
+          const line = item.kind === 'chunk' ? item.chunk.firstLine + item.chunk.lineCount - 1 : item.oversize.line;
+          const end = item.kind === 'chunk' ? item.chunk.endOffset : item.oversize.endOffset;
+          expect(end, `seed ${seed}`).toBe(ends[line - base - 1]);
+          expect(end).toBeGreaterThan(last);
+          last = end;
+          if (item.kind === 'chunk') expect(item.chunk.bytes.toString('latin1')).toBe(data.subarray(end - item.chunk.byteLength, end).toString('latin1'));
+        }
+        if (hold) expect(last, `seed ${seed}`).toBeLessThanOrEqual(complete);
+        if (hold && items.length > 0) expect(items.some((i) => i.kind === 'chunk' && i.chunk.bytes.includes('tail-without-newline'))).toBe(false);
+      }
+    }
+  });
+
+  it('holdUnterminated: the complete lines, not the half-written one after them', async () => {
+    const opts = { maxLines: 10, maxBytes: 1000, maxLineBytes: 100, holdUnterminated: true, firstLine: 41 };
+    const items: ChunkItem[] = [];
+    async function* one() {
+      yield Buffer.from('{"a":1}\n{"b":2}\n{"c":');
+    }
+    for await (const item of objectChunks(one(), opts)) items.push(item);
+    expect(items).toHaveLength(1);
+    const c = items[0]!.kind === 'chunk' ? items[0]!.chunk : undefined;
+    expect(c && { first: c.firstLine, lines: c.lineCount, end: c.endOffset, text: c.bytes.toString() }).toEqual({ first: 42, lines: 2, end: 16, text: '{"a":1}\n{"b":2}\n' });
+  });
 });

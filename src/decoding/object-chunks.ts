@@ -5,13 +5,18 @@
  *
  * A chunk ends after `maxLines` lines or once it holds `maxBytes`, whichever comes first. Lines
  * longer than `maxLineBytes` are reported as oversize (with their head) and never buffered whole.
- * The first `skipLines` lines are counted and dropped (resume after a restart).
+ * The first `skipLines` lines are counted and dropped (resume after a restart). Every chunk and
+ * oversize line says where it ends in the stream (`endOffset`), so a source that can seek (a
+ * local file) resumes by byte offset; `firstLine` numbers lines on from an earlier position.
+ * With `holdUnterminated`, a last line without its newline is not handed on: the object is
+ * still growing and the rest of that line is still to come.
  *
  * The work one object can cause is bounded: after `maxObjectBytes` decompressed bytes or
  * `maxObjectLines` lines (blank lines count: a small gzip object can hold hundreds of millions
  * of newlines), a `limit` item says where the object was cut and why, and nothing more is read
- * (the caller dead-letters the rest of the object and moves on). Both counts start at the
- * object's first byte, also when lines are skipped, so a resumed object is cut at the same line.
+ * (the caller dead-letters the rest of the object and moves on). Lines count from the object's
+ * first line (also when lines are skipped, or numbered on from `firstLine`), so a resumed object
+ * is cut at the same line; bytes count from where this read starts.
  */
 export class ObjectChunk {
   private joined: Buffer | undefined;
@@ -27,6 +32,8 @@ export class ObjectChunk {
      */
     readonly parts: Buffer[],
     readonly byteLength: number,
+    /** Bytes of the stream up to the end of the chunk's last line (its newline included). */
+    readonly endOffset: number = 0,
   ) {}
 
   /** The chunk's bytes in one buffer (joined on first use). */
@@ -40,6 +47,8 @@ export interface OversizeLine {
   line: number;
   bytes: number;
   head: string;
+  /** Bytes of the stream up to the end of this line. */
+  endOffset: number;
 }
 
 /** The object was cut: `line` is the first line not read. */
@@ -59,6 +68,10 @@ export interface ChunkerOptions {
   maxObjectBytes?: number;
   /** Lines (blank ones included) read from one object at most (default: no limit). */
   maxObjectLines?: number;
+  /** Lines before the stream's first byte (a resume by byte offset): the first line read is `firstLine + 1`. Default 0. */
+  firstLine?: number;
+  /** The object may still grow: a last line without a newline is held back (not yielded, its bytes not counted in any `endOffset`). */
+  holdUnterminated?: boolean;
 }
 
 const HEAD_BYTES = 1024;
@@ -69,8 +82,11 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
   const maxObjectBytes = options.maxObjectBytes ?? Infinity;
   const maxObjectLines = options.maxObjectLines ?? Infinity;
   let skip = options.skipLines ?? 0;
-  let lineNo = 0;
+  let lineNo = options.firstLine ?? 0;
   let objectBytes = 0;
+  // bytes of the stream before the current buffer, and the end of the last line in the chunk
+  let streamPos = 0;
+  let chunkEnd = 0;
   // the chunk being assembled (complete lines, newline included): `parts` plus the range
   // [runStart, runEnd) of `runBuf` that consecutive lines extend (one view per input buffer,
   // not one per line)
@@ -93,14 +109,14 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
   };
   const emitChunk = (): void => {
     endRun();
-    out.push({ kind: 'chunk', chunk: new ObjectChunk(chunkFirst, chunkLines, parts, partsBytes) });
+    out.push({ kind: 'chunk', chunk: new ObjectChunk(chunkFirst, chunkLines, parts, partsBytes, chunkEnd) });
     parts = [];
     partsBytes = 0;
     chunkLines = 0;
   };
-  const emitOversize = (line: number, size: number, head: Buffer): void => {
+  const emitOversize = (line: number, size: number, head: Buffer, endOffset: number): void => {
     if (chunkLines > 0) emitChunk();
-    out.push({ kind: 'oversize', oversize: { line, bytes: size, head: head.subarray(0, HEAD_BYTES).toString('utf8') } });
+    out.push({ kind: 'oversize', oversize: { line, bytes: size, head: head.subarray(0, HEAD_BYTES).toString('utf8'), endOffset } });
   };
 
   /**
@@ -109,6 +125,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
    */
   const completeLine = (buf: Buffer, start: number, end: number): void => {
     lineNo++;
+    const lineEnd = streamPos + end;
     const segLen = end - start;
     const len = partialBytes + segLen;
     let content = len;
@@ -126,9 +143,9 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
         size--;
         if ((segLen >= 2 ? buf[end - 2] : oversize.last) === 0x0d) size--;
       }
-      emitOversize(lineNo, size, oversize.head);
+      emitOversize(lineNo, size, oversize.head, lineEnd);
     } else if (content > maxLineBytes) {
-      emitOversize(lineNo, content, Buffer.concat([...partial, buf.subarray(start, Math.min(end, start + HEAD_BYTES))]));
+      emitOversize(lineNo, content, Buffer.concat([...partial, buf.subarray(start, Math.min(end, start + HEAD_BYTES))]), lineEnd);
     } else if (len > 0) {
       if (chunkLines === 0) chunkFirst = lineNo;
       if (partialBytes > 0) {
@@ -144,6 +161,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
       }
       partsBytes += len;
       chunkLines++;
+      chunkEnd = lineEnd;
       if (chunkLines >= maxLines || partsBytes >= maxBytes) emitChunk();
     }
     partial = [];
@@ -201,6 +219,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
           partialBytes += tail.length;
         }
       }
+      streamPos += buf.length;
       if (out.length > 0) {
         const items = out;
         out = [];
@@ -214,7 +233,7 @@ export async function* objectChunks(bytes: AsyncIterable<Buffer>, options: Chunk
     for (const item of out) yield item;
     throw err;
   }
-  if (partialBytes > 0 || oversize) {
+  if ((partialBytes > 0 || oversize) && !options.holdUnterminated) {
     if (lineNo >= maxObjectLines) {
       for (const item of cut(linesReason)) yield item;
       return;

@@ -200,6 +200,8 @@ class Slots {
 
 interface ProgressEntry {
   lastLine: number;
+  /** Where the piece ends in the object's bytes, from `obj.startOffset` (objects read by offset). */
+  endOffset: number;
   settled: boolean;
 }
 
@@ -211,17 +213,20 @@ interface ProgressEntry {
 class ObjectTracker {
   private readonly queue: ProgressEntry[] = [];
   private committed: number;
+  private committedOffset: number;
   private finalLine: number | null = null;
+  private finalOffset = 0;
 
   constructor(
     readonly obj: SourceObject,
     private readonly commit: (obj: SourceObject, progress: ObjectProgress) => void,
   ) {
     this.committed = obj.resumeAfterLine;
+    this.committedOffset = obj.startOffset ?? 0;
   }
 
-  add(lastLine: number): ProgressEntry {
-    const e = { lastLine, settled: false };
+  add(lastLine: number, endOffset: number): ProgressEntry {
+    const e = { lastLine, endOffset, settled: false };
     this.queue.push(e);
     return e;
   }
@@ -231,25 +236,33 @@ class ObjectTracker {
     this.advance();
   }
 
-  /** Reading reached the end of the object (after line `lastLine`). */
-  finish(lastLine: number): void {
+  /** Reading reached the end of the object (after line `lastLine`, which ends at `lastOffset`). */
+  finish(lastLine: number, lastOffset: number): void {
     this.finalLine = lastLine;
+    this.finalOffset = lastOffset;
     this.advance();
   }
 
   private advance(): void {
     let moved = false;
     while (this.queue.length > 0 && this.queue[0]!.settled) {
-      this.committed = this.queue.shift()!.lastLine;
+      const e = this.queue.shift()!;
+      this.committed = e.lastLine;
+      this.committedOffset = Math.max(this.committedOffset, e.endOffset);
       moved = true;
     }
     const version = this.obj.version ? { version: this.obj.version } : {};
     if (this.finalLine !== null && this.queue.length === 0) {
-      this.commit(this.obj, { line: Math.max(this.committed, this.finalLine), done: true, ...(this.obj.size !== undefined ? { size: this.obj.size } : {}), ...version });
+      this.commit(this.obj, { line: Math.max(this.committed, this.finalLine), done: true, ...(this.obj.size !== undefined ? { size: this.obj.size } : {}), ...version, ...this.place(Math.max(this.committedOffset, this.finalOffset)) });
       this.finalLine = null;
     } else if (moved) {
-      this.commit(this.obj, { line: this.committed, ...version });
+      this.commit(this.obj, { line: this.committed, ...version, ...this.place(this.committedOffset) });
     }
+  }
+
+  /** A local file's byte offset and identity, for its checkpoint entry. */
+  private place(offset: number): Pick<ObjectProgress, 'offset' | 'file'> {
+    return { ...(this.obj.startOffset !== undefined ? { offset } : {}), ...(this.obj.file ? { file: this.obj.file } : {}) };
   }
 }
 
@@ -355,7 +368,7 @@ export class SourceRunner {
     const objects = await this.source.pending(this.checkpoint, readSignal);
     this.ctx.checkpoints.changed(); // listing may have pruned the state
     this.progress.objectsListed += objects.length;
-    for (const o of objects) if (o.size === undefined) this.progress.sizesKnown = false; else this.progress.bytesListed += o.size;
+    for (const o of objects) if (o.size === undefined) this.progress.sizesKnown = false; else this.progress.bytesListed += o.size - (o.startOffset ?? 0);
     const ahead = Math.max(1, this.source.readConcurrency ?? 1);
     const opened = new Map<number, AsyncIterator<Buffer | Uint8Array>>();
     const openAt = (i: number): void => {
@@ -417,12 +430,25 @@ export class SourceRunner {
     const keyInfo = parseObjectKey(obj.key);
     const uidPrefix = uidPrefixFor(obj.identity);
     let lastLine = obj.resumeAfterLine;
+    // objects read from a byte offset: lines are numbered on from `startLine`, offsets counted from `startOffset`
+    const base = obj.startOffset ?? 0;
+    const firstLine = obj.startOffset !== undefined ? (obj.startLine ?? obj.resumeAfterLine) : 0;
+    let lastOffset = base;
     let iterator: AsyncIterator<Buffer | Uint8Array> | null = first;
     for (let attempt = 1; ; attempt++) {
       try {
         const bytes = decompressed(iterator ? fromIterator(iterator) : obj.open(signal));
         iterator = null;
-        const chunks = objectChunks(bytes, { maxLines: settings.batchSize, maxBytes: settings.maxBatchBytes, maxLineBytes: settings.maxLineBytes, skipLines: lastLine, maxObjectBytes: settings.maxObjectBytes, maxObjectLines: settings.maxObjectLines });
+        const chunks = objectChunks(bytes, {
+          maxLines: settings.batchSize,
+          maxBytes: settings.maxBatchBytes,
+          maxLineBytes: settings.maxLineBytes,
+          skipLines: lastLine - firstLine,
+          firstLine,
+          holdUnterminated: obj.growing === true,
+          maxObjectBytes: settings.maxObjectBytes,
+          maxObjectLines: settings.maxObjectLines,
+        });
         let limited = false;
         for await (const item of chunks) {
           if (item.kind === 'limit') {
@@ -435,14 +461,16 @@ export class SourceRunner {
           if (item.kind === 'oversize') {
             const o = item.oversize;
             await this.deadLetterLine(obj.key, uidPrefix, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head);
-            tracker.settle(tracker.add(o.line));
+            lastOffset = base + o.endOffset;
+            tracker.settle(tracker.add(o.line, lastOffset));
             lastLine = o.line;
           } else {
             lastLine = lastLineOf(item.chunk);
+            lastOffset = base + item.chunk.endOffset;
             stats.bytesRead += item.chunk.byteLength;
             this.progress.bytesRead += item.chunk.byteLength;
             metrics?.bytesRead.inc({ tenant: tenantId, source: this.source.id }, item.chunk.byteLength);
-            await this.addToBatch(tracker, keyInfo, uidPrefix, item.chunk);
+            await this.addToBatch(tracker, keyInfo, uidPrefix, item.chunk, lastOffset);
           }
           if (signal.aborted) return; // stop mid-object: what was read is in batches
         }
@@ -465,17 +493,17 @@ export class SourceRunner {
         throw new SourceReadError(obj.key, message);
       }
     }
-    tracker.finish(lastLine);
+    tracker.finish(lastLine, lastOffset);
     stats.objectsRead++;
     this.progress.objectsRead++;
     metrics?.objectsRead.inc({ tenant: tenantId, source: this.source.id });
     metrics?.objectDuration.observe({ tenant: tenantId, source: this.source.id }, (Date.now() - started) / 1000);
   }
 
-  private async addToBatch(tracker: ObjectTracker, keyInfo: ObjectKeyInfo, uidPrefix: string, chunk: ObjectChunk): Promise<void> {
+  private async addToBatch(tracker: ObjectTracker, keyInfo: ObjectKeyInfo, uidPrefix: string, chunk: ObjectChunk, endOffset: number): Promise<void> {
     const b = this.batch;
     b.segments.push({ keyInfo, uidPrefix, firstLine: chunk.firstLine, bytes: NO_BYTES, parts: chunk.parts });
-    b.refs.push({ tracker, entry: tracker.add(lastLineOf(chunk)), key: tracker.obj.key });
+    b.refs.push({ tracker, entry: tracker.add(lastLineOf(chunk), endOffset), key: tracker.obj.key });
     b.lines += chunk.lineCount;
     b.bytes += chunk.byteLength;
     if (b.lines >= this.ctx.settings.batchSize || b.bytes >= this.ctx.settings.maxBatchBytes) await this.dispatch();

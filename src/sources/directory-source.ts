@@ -1,21 +1,37 @@
 /**
  * `type: directory`: a local tree in Tableau's layout (or any tree of NDJSON files), at any
- * depth, including files dropped in later and files that grow (Tableau Server writes its
- * Activity Log locally). Files are read in key order; hidden files, `*.tmp` and names without
- * one of `extensions` (e.g. a README beside the data) are ignored.
+ * depth, including files dropped in later and files that grow and rotate (Tableau Server
+ * writes its Activity Log locally). Files are read in key order; hidden files, `*.tmp` and
+ * names without one of `extensions` (e.g. a README beside the data) are ignored. Symlinks are
+ * followed (see directory-listing.ts).
+ *
+ * Files that can grow: a last line without its newline is not read until it is complete (or
+ * until the file is finished: unchanged for `finishAfter` while a newer file exists in its
+ * folder). Files in Tableau's hour-partitioned layout are copies of finished S3 objects and
+ * gzip files cannot grow: they are read to their end like S3 objects.
+ *
+ * The checkpoint keeps, per file (keyed by its current path), the byte offset and line count
+ * acknowledged and the file's identity (device, inode, fingerprint of its first bytes: see
+ * file-identity.ts). So a file renamed by rotation is followed to its end from where it was
+ * left, a copy (logrotate's `copytruncate`) is read on from there too, and a file truncated or
+ * replaced under its name is read again from its start (with a warning). Records' uids derive
+ * from the identity the file had when first read, so they survive a rename.
  *
  * State stays bounded: finished files whose hour partition is older than `lookbackHours` before
  * the newest partition seen are dropped from the checkpoint and a watermark remembers that
- * everything before it is done. Files without an hour partition are remembered individually.
+ * everything before it is done. Files without an hour partition are remembered individually,
+ * and forgotten `lookbackHours` after they disappeared.
  */
 import { z } from 'zod';
-import { readdir, stat } from 'node:fs/promises';
-import { join, resolve, sep } from 'node:path';
+import { resolve } from 'node:path';
 import type { Source, SourceObject } from './source.js';
-import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
+import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../pipeline/checkpoint-store.js';
+import type { Logger } from '../daemon/logger.js';
 import { parseObjectKey } from '../decoding/object-key.js';
 import { durationSchema } from '../util/duration.js';
 import { fileChunks } from './file-chunks.js';
+import { listFiles, type ListedFile } from './directory-listing.js';
+import { fileUidIdentity, readFileHead, type FileHead } from './file-identity.js';
 
 export const directorySourceConfigSchema = z
   .object({
@@ -33,11 +49,22 @@ export const directorySourceConfigSchema = z
      * processed in order; this hides the open/read latency of many small files.
      */
     concurrency: z.number().int().min(1).max(64).default(4),
+    /**
+     * A last line without a newline is read (as a complete record) once its file has not changed
+     * for this long and a newer file exists in its folder (it was rotated away). 0: at once
+     * (folders of finished files). Long by default: a process that sits idle with half a line
+     * written while another file of its folder changes must not have that half read as a record.
+     */
+    finishAfter: durationSchema.default(3_600_000),
   })
   .strict();
 export type DirectorySourceConfig = z.infer<typeof directorySourceConfigSchema>;
 
 const WATERMARK = 'watermark';
+
+interface Candidate extends ListedFile {
+  head?: FileHead;
+}
 
 export class DirectorySource implements Source {
   readonly type = 'directory';
@@ -45,36 +72,35 @@ export class DirectorySource implements Source {
   readonly pollIntervalMs: number;
   readonly readConcurrency: number;
   private readonly root: string;
+  private readonly log: Logger | undefined;
+  /** Files read to their end as finished at this size (so an unreadable rest is not re-read at every poll). */
+  private readonly finishedAt = new Map<string, number>();
 
-  constructor(private readonly config: DirectorySourceConfig, baseDir: string = process.cwd()) {
+  constructor(private readonly config: DirectorySourceConfig, baseDir: string = process.cwd(), log?: Logger) {
     this.root = resolve(baseDir, config.path);
     this.id = config.name ?? `directory:${config.path}`;
     this.pollIntervalMs = config.pollInterval;
     this.readConcurrency = config.concurrency;
+    this.log = log?.child({ source: this.id });
   }
 
-  private wanted(name: string): boolean {
+  /** How long a fresh copy of a file still in place waits for its original to be truncated or removed. */
+  private get copySettleMs(): number {
+    return 2 * this.pollIntervalMs + 1000;
+  }
+
+  /** A name is read when it ends in one of `extensions`, or in one and a rotation number (`x.log.1`). */
+  private readonly wanted = (name: string): boolean => {
     const exts = this.config.extensions;
     if (exts.length === 0) return true;
     const lower = name.toLowerCase();
-    return exts.some((x) => lower.endsWith(x.toLowerCase()));
-  }
+    const unrotated = lower.replace(/\.\d+$/, '');
+    return exts.some((x) => lower.endsWith(x.toLowerCase()) || unrotated.endsWith(x.toLowerCase()));
+  };
 
   async pending(checkpoint: SourceCheckpoint): Promise<SourceObject[]> {
-    const entries = await readdir(this.root, { recursive: true, withFileTypes: true });
-    const files: Array<{ key: string; size: number }> = [];
-    for (const e of entries) {
-      if (!e.isFile()) continue;
-      const parent = (e as unknown as { parentPath?: string; path?: string }).parentPath ?? (e as unknown as { path: string }).path;
-      const full = join(parent, e.name);
-      const key = full.slice(this.root.length + 1).split(sep).join('/');
-      if (key.split('/').some((part) => part.startsWith('.')) || key.endsWith('.tmp')) continue;
-      if (!this.wanted(e.name)) continue;
-      const st = await stat(full).catch(() => null);
-      if (!st) continue; // removed meanwhile
-      files.push({ key, size: st.size });
-    }
-    files.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const files: Candidate[] = await listFiles(this.root, this.wanted, this.log);
+    const now = Date.now();
 
     // Bounded state: forget finished files far behind the newest partition.
     let newest = '';
@@ -96,25 +122,202 @@ export class DirectorySource implements Source {
       checkpoint.position = { ...(checkpoint.position ?? {}), [WATERMARK]: cutoff };
     }
 
+    // the newest modification per folder: the file still being written there
+    const newestInFolder = new Map<string, number>();
+    for (const f of files) newestInFolder.set(f.folder, Math.max(newestInFolder.get(f.folder) ?? 0, f.mtimeMs));
+    const isFinished = (f: ListedFile): boolean =>
+      parseObjectKey(f.key).partitionHour !== undefined || this.config.finishAfter === 0 || (now - f.mtimeMs >= this.config.finishAfter && f.mtimeMs < newestInFolder.get(f.folder)!);
+
+    const deferred = await this.matchIdentities(checkpoint, files, now, isFinished);
+
+    if (this.finishedAt.size > files.length) {
+      // (bounded: only files still listed)
+      const listed = new Set(files.flatMap((f) => (checkpoint.objects[f.key]?.file ? [checkpoint.objects[f.key]!.file!.uid] : [])));
+      for (const uid of this.finishedAt.keys()) if (!listed.has(uid)) this.finishedAt.delete(uid);
+    }
     const out: SourceObject[] = [];
+    let knownUids: Set<string> | undefined;
     for (const f of files) {
       const h = parseObjectKey(f.key).partitionHour;
       const progress = checkpoint.objects[f.key];
       if (!progress && h && cutoff && h < cutoff) continue; // before the watermark: done long ago
-      if (progress?.done && progress.size === f.size) continue;
-      const full = join(this.root, ...f.key.split('/'));
-      out.push({
+      // finished at this size, and not read by byte offset (gzip, or from before offsets were kept)
+      if (progress?.done && progress.size === f.size && progress.offset === undefined) continue;
+      if (progress?.offset !== undefined && progress.offset === f.size) continue; // nothing new
+      if (deferred.has(f.key)) continue;
+      const finished = isFinished(f);
+      // an entry with a byte offset is a plain file; otherwise the head says (gzip, fingerprint)
+      let head = f.head;
+      if (!progress?.file || progress.offset === undefined) {
+        if (head === undefined || (head.fp === null && finished)) head = f.head = await readFileHead(f.full, finished).catch(() => undefined);
+        if (!head) continue; // removed meanwhile
+      }
+      const gzip = head?.gzip === true;
+      const file: FileIdentity | undefined = progress?.file ?? (head?.fp ? this.newIdentity((knownUids ??= uidsIn(checkpoint)), head.dev, head.ino, head.fp, now) : undefined);
+      if (!file) continue; // no complete first line yet: nothing to read
+      const growing = !finished && !gzip;
+      if (progress?.done && progress.size === f.size) {
+        // read to its end at this size: what is left is a last line without its newline
+        if (growing || this.finishedAt.get(file.uid) === f.size) continue;
+        this.finishedAt.set(file.uid, f.size);
+      }
+      const full = f.full;
+      const listed: SourceObject = {
         key: f.key,
-        identity: `directory\n${f.key}`,
+        identity: file.uid,
         size: f.size,
         resumeAfterLine: progress?.line ?? 0,
+        file,
+        ...(growing ? { growing } : {}),
         // reads sized to the file (see file-chunks.ts); at most 1 MiB each, so a prefetched
         // object holds little memory while the one before it is processed
         open: (signal) => fileChunks(full, { expectedSize: f.size, signal }),
-      });
+      };
+      if (!gzip) {
+        // by byte offset: from the one acknowledged, or (an entry from before offsets were kept)
+        // from the start, skipping the lines acknowledged
+        const start = progress?.offset ?? 0;
+        listed.startOffset = start;
+        listed.startLine = progress?.offset !== undefined ? progress.line : 0;
+        listed.open = (signal) =>
+          fileChunks(full, {
+            expectedSize: f.size,
+            start,
+            signal,
+            ino: file.ino,
+            // the size committed with the object's progress: where its end was when it was read
+            onEnd: (end) => {
+              if (end === null) delete listed.size;
+              else listed.size = end;
+            },
+          });
+      }
+      out.push(listed);
     }
     return out;
   }
+
+  /**
+   * A file read for the first time. Its uid identity is its device, inode and fingerprint;
+   * unless a file read before had the same (truncated and written again from the same first
+   * line): then the time tells them apart, so that their records do not share uids.
+   */
+  private newIdentity(known: Set<string>, dev: number, ino: number, fp: string, now: number): FileIdentity {
+    let uid = fileUidIdentity(dev, ino, fp);
+    if (known.has(uid)) uid += `\n${now}`;
+    known.add(uid);
+    return { dev, ino, fp, uid };
+  }
+
+  /**
+   * Ties the checkpoint entries to the files listed: an entry whose file is no longer under its
+   * name (renamed, replaced, truncated, deleted) is matched by identity to another file (a
+   * rename: same inode and fingerprint; a copy: same fingerprint) or set aside in `gone`, where
+   * a later copy can still claim it and where it is forgotten after `lookbackHours`.
+   */
+  private async matchIdentities(checkpoint: SourceCheckpoint, files: Candidate[], now: number, isFinished: (f: ListedFile) => boolean): Promise<Set<string>> {
+    const deferred = new Set<string>();
+    const byKey = new Map(files.map((f) => [f.key, f]));
+    const head = async (f: Candidate): Promise<FileHead | undefined> => {
+      f.head ??= await readFileHead(f.full, false).catch(() => undefined);
+      return f.head;
+    };
+    const loose: Array<{ key: string; p: ObjectProgress & { file: FileIdentity } }> = [];
+    for (const [key, p] of Object.entries(checkpoint.objects)) {
+      const f = byKey.get(key);
+      if (!p.file) {
+        // an entry from before identities were kept: adopt the file under its name
+        if (!f) continue;
+        const h = await head(f);
+        if (h?.fp) p.file = { dev: h.dev, ino: h.ino, fp: h.fp, uid: fileUidIdentity(h.dev, h.ino, h.fp) };
+        continue;
+      }
+      const file = p.file;
+      if (f && f.ino === file.ino) {
+        if (p.size === f.size && (p.offset === undefined || p.offset <= f.size)) continue; // unchanged since it was read
+        const h = await head(f);
+        if (!h) continue; // removed meanwhile: looked at again next poll
+        const shrunk = p.offset !== undefined && f.size < p.offset;
+        if (h.fp === file.fp && !shrunk) continue; // the same file, grown
+        this.log?.warn(
+          { object: key, offset: p.offset ?? null, size: f.size, line: p.line },
+          shrunk ? 'file shrank below the offset read (truncated, e.g. copytruncate): reading it again from the start' : 'file rewritten in place (its first bytes changed): reading it again from the start',
+        );
+      } else if (f) {
+        this.log?.warn({ object: key, line: p.line }, 'file replaced by another one under its name: reading the new one from the start');
+      }
+      loose.push({ key, p: { ...p, file } });
+      delete checkpoint.objects[key];
+    }
+    const gone = checkpoint.gone ?? {};
+    const claimable = [...loose.map((l) => ({ ...l, goneKey: undefined as string | undefined })), ...Object.entries(gone).map(([goneKey, p]) => ({ key: goneKey, p: p as ObjectProgress & { file: FileIdentity }, goneKey }))].filter((c) => c.p.file);
+    const claim = (c: (typeof claimable)[number]): void => {
+      claimable.splice(claimable.indexOf(c), 1);
+      if (c.goneKey !== undefined) delete gone[c.goneKey];
+    };
+    const unclaimed = files.filter((f) => !checkpoint.objects[f.key]);
+    if (claimable.length > 0) {
+      // renames first: same inode, same first bytes
+      for (const f of unclaimed) {
+        // (never the entry this very name just lost: it was truncated or rewritten)
+        const c = claimable.find((x) => x.p.file.ino === f.ino && x.key !== f.key);
+        if (!c) continue;
+        const h = await head(f);
+        // (a renamed file is not shorter than what was read of it: one that is was truncated, and is new)
+        if (!h || h.fp !== c.p.file.fp || (c.p.offset !== undefined && h.size < c.p.offset)) continue;
+        claim(c);
+        const { goneAt: _, ...file } = c.p.file;
+        checkpoint.objects[f.key] = { ...c.p, file: { ...file, dev: h.dev } };
+        this.log?.info({ object: f.key, from: c.goneKey === undefined ? c.key : undefined, offset: c.p.offset ?? null, line: c.p.line }, 'file renamed (rotated): reading on from where it was left');
+      }
+    }
+    // copies (logrotate copytruncate, a compressed rotation): another inode, the same first bytes
+    let present: Set<string> | undefined;
+    for (const f of unclaimed) {
+      if (checkpoint.objects[f.key]) continue;
+      const h = await head(f);
+      if (!h?.fp) continue;
+      // (a copy has another inode: the same one shorter than what was read was truncated)
+      const c = claimable.find((x) => x.p.file.fp === h.fp && x.key !== f.key && x.p.file.ino !== f.ino);
+      if (!c) {
+        // the first bytes of a file that is still there: a copy just made, its original about to
+        // be truncated (copytruncate) or removed (compress). Wait a little for that; a file that
+        // stays like this is another file that begins the same way, and new.
+        present ??= new Set(Object.values(checkpoint.objects).flatMap((p) => (p.file ? [p.file.fp] : [])));
+        if (present.has(h.fp) && now - h.ctimeMs < this.copySettleMs) deferred.add(f.key);
+        continue;
+      }
+      if (!h.gzip && c.p.offset !== undefined && h.size < c.p.offset && !isFinished(f)) {
+        // shorter than what was read: a copy still being made (or of what was read already): wait until it is quiet
+        deferred.add(f.key);
+        continue;
+      }
+      claim(c);
+      const file: FileIdentity = { dev: h.dev, ino: h.ino, fp: h.fp, uid: c.p.file.uid };
+      if (h.gzip) checkpoint.objects[f.key] = { line: c.p.line, file }; // read by line count
+      else if (c.p.offset !== undefined && h.size >= c.p.offset) checkpoint.objects[f.key] = { line: c.p.line, offset: c.p.offset, file };
+      else if (c.p.offset !== undefined) checkpoint.objects[f.key] = { line: c.p.line, offset: h.size, done: true, size: h.size, file }; // a copy of what was read already
+      else checkpoint.objects[f.key] = { line: c.p.line, file }; // (an entry without offset: by line count)
+      this.log?.info({ object: f.key, from: c.goneKey === undefined ? c.key : undefined, offset: checkpoint.objects[f.key]!.offset ?? null, line: c.p.line }, 'copy of a file read before (e.g. copytruncate): reading on from where it was left');
+    }
+    // what is left is nowhere to be seen: kept a while for a copy that may still turn up
+    for (const c of claimable) {
+      if (c.goneKey !== undefined) continue;
+      gone[c.p.file.uid] = { ...c.p, file: { ...c.p.file, goneAt: now } };
+    }
+    const keepMs = this.config.lookbackHours * 3_600_000;
+    for (const [k, p] of Object.entries(gone)) if (!p.file?.goneAt || now - p.file.goneAt > keepMs) delete gone[k];
+    if (Object.keys(gone).length > 0) checkpoint.gone = gone;
+    else delete checkpoint.gone;
+    return deferred;
+  }
+}
+
+/** The uid identities of the files in the checkpoint (and those gone). */
+function uidsIn(checkpoint: SourceCheckpoint): Set<string> {
+  const out = new Set<string>();
+  for (const p of [...Object.values(checkpoint.objects), ...Object.values(checkpoint.gone ?? {})]) if (p.file) out.add(p.file.uid);
+  return out;
 }
 
 /** `YYYY-MM-DDTHH` minus n hours. */

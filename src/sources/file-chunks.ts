@@ -15,11 +15,20 @@ import { open } from 'node:fs/promises';
 export interface FileChunksOptions {
   /** The file's size when it was listed: read in exact buffers up to here. */
   expectedSize: number;
+  /** Where to start reading (a resume by byte offset); default 0. */
+  start?: number;
   /** Largest single read (default 1 MiB). */
   maxReadBytes?: number;
   /** Buffer size for reads past `expectedSize` (default 64 KiB). */
   probeBytes?: number;
   signal?: AbortSignal | undefined;
+  /**
+   * The inode listed: when the path names another file or none by the time it is opened
+   * (rotated in between), nothing is read and `onEnd(null)` is called.
+   */
+  ino?: number;
+  /** Called once the end of the file is reached, with the position of that end (the bytes it then had). */
+  onEnd?: (endPosition: number | null) => void;
 }
 
 export async function* fileChunks(path: string, options: FileChunksOptions): AsyncGenerator<Buffer> {
@@ -27,16 +36,30 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
   const probe = options.probeBytes ?? 64 * 1024;
   const signal = options.signal;
   signal?.throwIfAborted();
-  const handle = await open(path, 'r');
+  let handle;
   try {
-    let pos = 0;
+    handle = await open(path, 'r');
+  } catch (err) {
+    if (options.ino === undefined || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    options.onEnd?.(null);
+    return;
+  }
+  try {
+    if (options.ino !== undefined && (await handle.stat()).ino !== options.ino) {
+      options.onEnd?.(null);
+      return;
+    }
+    let pos = options.start ?? 0;
     for (;;) {
       const remaining = options.expectedSize - pos;
       const want = remaining > 0 ? Math.min(remaining, maxRead) : probe;
       const buf = Buffer.allocUnsafeSlow(want);
       const { bytesRead } = await handle.read(buf, 0, want, pos);
       signal?.throwIfAborted();
-      if (bytesRead === 0) return;
+      if (bytesRead === 0) {
+        options.onEnd?.(pos);
+        return;
+      }
       pos += bytesRead;
       // a short read (the file shrank, or is at its end past the listing) keeps only what was read
       yield bytesRead === want ? buf : buf.subarray(0, bytesRead);

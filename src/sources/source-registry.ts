@@ -48,7 +48,7 @@ function notLoaded(type: string): Error {
 export function createSource(config: SourceConfig, ctx: SourceBuildContext): Source {
   switch (config.type) {
     case 'directory':
-      return new DirectorySource(config, ctx.baseDir);
+      return new DirectorySource(config, ctx.baseDir, ctx.log);
     case 'tcm':
       return new TcmSource(config, ctx);
     case 's3':

@@ -5,7 +5,7 @@
  * checkpointing; a source only knows where objects are.
  */
 import { createHash } from 'node:crypto';
-import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
+import type { FileIdentity, SourceCheckpoint } from '../pipeline/checkpoint-store.js';
 
 export interface SourceObject {
   /** Key relative to the source (path or S3 key): names the object in checkpoints, logs and dead letters. */
@@ -16,6 +16,18 @@ export interface SourceObject {
   version?: string;
   /** 1-based count of lines already acknowledged (reading resumes after them). */
   resumeAfterLine: number;
+  /**
+   * Set when open() gives the bytes from this offset on (a local file resumed by byte offset):
+   * the lines before it (`startLine` of them) are not read again, and the checkpoint records the
+   * byte offset reached along with the line. Unset: open() gives the whole object.
+   */
+  startOffset?: number;
+  /** Lines before `startOffset` (default `resumeAfterLine`); lines from there to `resumeAfterLine` are skipped. */
+  startLine?: number;
+  /** The object may still grow (a local file being written): a last line without its newline is left for a later poll. */
+  growing?: boolean;
+  /** A local file's identity, kept in its checkpoint entry (see checkpoint-store.ts). */
+  file?: FileIdentity;
   /**
    * The object's bytes. A read error with `permanent: true` (or a corrupt gzip stream) means the
    * object can never be read past that point: the rest is dead-lettered. Any other error is

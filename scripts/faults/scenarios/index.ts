@@ -11,6 +11,7 @@ import { securityTcmRedirect, securitySsrf } from './security-tcm.js';
 import { replay } from './replay.js';
 import { securityOverrides, securityLogs, securityReadyz, securityObjectLimits } from './security-hardening.js';
 import { destination401, destination413 } from './destination-refusals.js';
+import { serverNode } from './server-node.js';
 
 export const SCENARIOS: Scenario[] = [
   kill9,
@@ -36,4 +37,5 @@ export const SCENARIOS: Scenario[] = [
   replay,
   destination401,
   destination413,
+  serverNode,
 ];

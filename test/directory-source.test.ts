@@ -1,0 +1,117 @@
+/**
+ * DirectorySource.pending() on its own, for the identity cases that a running daemon hits only
+ * in a narrow window: a copy caught while it is being made (shorter than what was read of the
+ * original), and a compressed copy that appears while its original is still there.
+ */
+import { describe, it, expect } from 'vitest';
+import { appendFileSync, copyFileSync, readFileSync, rmSync, truncateSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { DirectorySource, directorySourceConfigSchema } from '../src/sources/directory-source.js';
+import { readFileHead, fileUidIdentity } from '../src/sources/file-identity.js';
+import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
+import { tempDir } from './support/activity-fixtures.js';
+import { waitFor } from './support/daemon-process.js';
+
+const lines = (from: number, n: number): string => Array.from({ length: n }, (_, i) => `${JSON.stringify({ eventType: 'hist_access_view', testSeq: from + i, pad: 'p'.repeat(40) })}\n`).join('');
+
+/** A checkpoint in which `key` was read to its end (as the pipeline commits it). */
+async function readToEnd(dir: string, key: string, lineCount: number): Promise<SourceCheckpoint> {
+  const h = await readFileHead(join(dir, key), false);
+  const size = readFileSync(join(dir, key)).length;
+  return { objects: { [key]: { line: lineCount, offset: size, done: true, size, file: { dev: h.dev, ino: h.ino, fp: h.fp!, uid: fileUidIdentity(h.dev, h.ino, h.fp!) } } } };
+}
+
+function source(dir: string, extra: Record<string, unknown> = {}): DirectorySource {
+  return new DirectorySource(directorySourceConfigSchema.parse({ type: 'directory', path: dir, ...extra }));
+}
+
+const minutesAgo = (m: number): number => (Date.now() - m * 60_000) / 1000;
+
+describe('DirectorySource identities', () => {
+  it('a compressed copy waits while its original is there, then takes over its progress (nothing read again)', async () => {
+    const dir = tempDir('tao-dirsrc-');
+    writeFileSync(join(dir, 'x.log.1'), lines(0, 10));
+    const cp = await readToEnd(dir, 'x.log.1', 10);
+    const uid = cp.objects['x.log.1']!.file!.uid;
+    const src = source(dir);
+    writeFileSync(join(dir, 'x.log.2.gz'), gzipSync(readFileSync(join(dir, 'x.log.1'))));
+    // logrotate's compress has written the .gz, not yet removed the original
+    expect(await src.pending(cp)).toEqual([]);
+    expect(cp.objects['x.log.2.gz']).toBeUndefined();
+    rmSync(join(dir, 'x.log.1'));
+    const next = await src.pending(cp);
+    expect(cp.objects['x.log.2.gz']).toMatchObject({ line: 10, file: { uid } });
+    // read by line count from line 10: the 10 lines are skipped, records keep their uids
+    expect(next.map((o) => ({ key: o.key, resumeAfterLine: o.resumeAfterLine, identity: o.identity, startOffset: o.startOffset }))).toEqual([{ key: 'x.log.2.gz', resumeAfterLine: 10, identity: uid, startOffset: undefined }]);
+  });
+
+  it('a copy shorter than what was read of its original waits until it is quiet, then counts as read', async () => {
+    const dir = tempDir('tao-dirsrc-');
+    writeFileSync(join(dir, 'x.log'), lines(0, 20));
+    const cp = await readToEnd(dir, 'x.log', 20);
+    const src = source(dir, { finishAfter: '1m' });
+    // copytruncate caught half-way through the copy: 5 lines copied so far, the original already truncated
+    writeFileSync(join(dir, 'x.log.1'), lines(0, 5));
+    truncateSync(join(dir, 'x.log'), 0);
+    expect((await src.pending(cp)).map((o) => o.key)).toEqual([]);
+    expect(cp.objects['x.log.1']).toBeUndefined();
+    // quiet for longer than finishAfter, and a newer file beside it: it is what it is, and was read already
+    utimesSync(join(dir, 'x.log.1'), minutesAgo(5), minutesAgo(5));
+    appendFileSync(join(dir, 'x.log'), lines(100, 2));
+    const next = await src.pending(cp);
+    expect(cp.objects['x.log.1']).toMatchObject({ done: true, offset: readFileSync(join(dir, 'x.log.1')).length });
+    expect(next.map((o) => o.key)).toEqual(['x.log']);
+    expect(next[0]).toMatchObject({ startOffset: 0, resumeAfterLine: 0, growing: true });
+  });
+
+  it('a copy that completes before it is quiet is read on from the offset', async () => {
+    const dir = tempDir('tao-dirsrc-');
+    writeFileSync(join(dir, 'x.log'), lines(0, 20));
+    const cp = await readToEnd(dir, 'x.log', 20);
+    const offset = cp.objects['x.log']!.offset!;
+    const src = source(dir);
+    const copy = join(dir, 'x.log.1');
+    writeFileSync(copy, lines(0, 5));
+    truncateSync(join(dir, 'x.log'), 0);
+    expect((await src.pending(cp)).map((o) => o.key)).toEqual([]);
+    // the copy goes on: the original's 20 lines and 3 more that were not read yet
+    writeFileSync(copy, lines(0, 23));
+    const next = await src.pending(cp);
+    expect(next.map((o) => ({ key: o.key, startOffset: o.startOffset, startLine: o.startLine }))).toEqual([{ key: 'x.log.1', startOffset: offset, startLine: 20 }]);
+  });
+
+  it('a file that begins like one still in place waits a moment for it to be truncated; then it is a file of its own', async () => {
+    const dir = tempDir('tao-dirsrc-');
+    writeFileSync(join(dir, 'x.log'), lines(0, 20));
+    const cp = await readToEnd(dir, 'x.log', 20);
+    const src = source(dir, { pollInterval: '1ms' }); // a copy settles in 2 poll intervals + 1 s
+    // a copy made just now (the original not truncated yet): not read as a new file
+    copyFileSync(join(dir, 'x.log'), join(dir, 'x.log.1'));
+    // another file whose first line is the same, and that goes on differently
+    writeFileSync(join(dir, 'y.log'), lines(0, 1) + lines(500, 3));
+    expect((await src.pending(cp)).map((o) => o.key)).toEqual([]);
+    // the original is truncated: the copy takes over its progress
+    truncateSync(join(dir, 'x.log'), 0);
+    expect((await src.pending(cp)).map((o) => o.key)).toEqual([]);
+    expect(cp.objects['x.log.1']).toMatchObject({ line: 20, offset: readFileSync(join(dir, 'x.log.1')).length });
+    // y.log still begins like a file in place (x.log.1), but it has settled: a file of its own
+    const created = Date.now();
+    await waitFor('the settling time', () => Date.now() - created > 1100, 5000);
+    const next = await src.pending(cp);
+    expect(next.map((o) => ({ key: o.key, startOffset: o.startOffset }))).toEqual([{ key: 'y.log', startOffset: 0 }]);
+  });
+
+  it('hidden folders are not walked; a file in a folder linked twice is listed once', async () => {
+    const dir = tempDir('tao-dirsrc-');
+    mkdirSync(join(dir, 'a'));
+    mkdirSync(join(dir, '.hidden'));
+    writeFileSync(join(dir, 'a', 'one.log'), lines(0, 2));
+    writeFileSync(join(dir, '.hidden', 'two.log'), lines(2, 2));
+    copyFileSync(join(dir, 'a', 'one.log'), join(dir, 'a', 'one.log.tmp'));
+    const { symlinkSync } = await import('node:fs');
+    symlinkSync(join(dir, 'a'), join(dir, 'b'));
+    const out = await source(dir).pending({ objects: {} });
+    expect(out.map((o) => o.key)).toEqual(['a/one.log']);
+  });
+});
