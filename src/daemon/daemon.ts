@@ -387,6 +387,7 @@ export class Daemon {
       metrics: this.options.metrics,
       env: this.env,
       wrapDestination: (d, cfg) => this.observe(tp.config.id, d, cfg),
+      failureGraceMs: this.deliveryGraceMs,
     });
   }
 
