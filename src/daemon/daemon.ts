@@ -213,6 +213,7 @@ export class Daemon {
       }
     }
     this.plan = plan;
+    this.options.metrics.dataLabels.setKnownEventTypes(plan.catalog.eventTypes.keys());
     this.pool = this.makePool(plan);
     this.markLoaded(false);
     if (this.isStopping) {
@@ -326,6 +327,7 @@ export class Daemon {
     const poolChanged = plan.poolKey !== this.pool!.key;
     if (outcome.added.length + outcome.changed.length + outcome.removed.length === 0 && !poolChanged) {
       this.plan = plan;
+      this.options.metrics.dataLabels.setKnownEventTypes(plan.catalog.eventTypes.keys());
       for (const id of outcome.unchanged) this.slots.get(id)!.plan = plan.tenants.get(id)!;
       this.markLoaded(true);
       this.log.info({ tenants: outcome.unchanged.length }, 'configuration reloaded: nothing changed');
@@ -336,6 +338,7 @@ export class Daemon {
     const oldPool = this.pool!;
     const pool = poolChanged ? this.makePool(plan) : oldPool;
     this.plan = plan;
+    this.options.metrics.dataLabels.setKnownEventTypes(plan.catalog.eventTypes.keys());
     this.pool = pool;
     for (const id of outcome.unchanged) {
       const slot = this.slots.get(id)!;
