@@ -6,5 +6,6 @@ import { s3Restart, s3Resets, s3Throttle } from './s3.js';
 import { diskFull } from './disk-full.js';
 import { badInput } from './bad-input.js';
 import { securitySecrets, securityTls, securityTenants, securityPaths } from './security.js';
+import { tenantRestart, secondDaemon } from './daemon-state.js';
 
-export const SCENARIOS: Scenario[] = [kill9, destinationDown, destination429, destinationSlow, s3Restart, s3Resets, s3Throttle, diskFull, badInput, securitySecrets, securityTls, securityTenants, securityPaths];
+export const SCENARIOS: Scenario[] = [kill9, destinationDown, destination429, destinationSlow, s3Restart, s3Resets, s3Throttle, diskFull, badInput, securitySecrets, securityTls, securityTenants, securityPaths, tenantRestart, secondDaemon];
