@@ -4,8 +4,11 @@
  * end of `run --once`; a lock a `kill -9` left behind is taken over with a warning.
  */
 import { describe, it, expect, afterEach } from 'vitest';
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
+import { hostname } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { TenantStateLock, StateLockedError } from '../src/daemon/tenant-state-lock.js';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { runCli, startCli, type CliProcess } from './support/cli-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
@@ -165,4 +168,53 @@ describe('tenant state lock', () => {
     // the file is left as it was
     expect(JSON.parse(readFileSync(s.lock, 'utf8'))).toEqual(other);
   }, 60_000);
+
+  it('several processes starting at once on a stale lock: exactly one takes it over, the others exit 2', async () => {
+    receiver = await startOtlpReceiver();
+    receiver.setDelay(1500); // the winner holds the lock while the others try
+    const s = setup(receiver.url);
+    mkdirSync(join(s.work, 'state', 'acme'), { recursive: true });
+    const gone = spawnSync(process.execPath, ['-e', '']).pid!; // a pid that no longer runs
+    writeFileSync(s.lock, JSON.stringify({ pid: gone, host: hostname(), startedAt: '2026-11-30T00:00:00.000Z', token: 'stale' }));
+    const procs = Array.from({ length: 4 }, () => track(startCli(['run', '--once', '--config', s.config])));
+    const results = await Promise.all(procs.map((p) => p.exited));
+    const codes = results.map((r) => r.code).sort();
+    expect(codes, results.map((r) => r.stderr).join('\n')).toEqual([0, 2, 2, 2]);
+    const winner = results.find((r) => r.code === 0)!;
+    expect(parseLogLines(winner.stderr).some((l) => l.msg === 'took over a stale lock of the tenant state (its process is gone)')).toBe(true);
+    expect(existsSync(s.lock)).toBe(false);
+    expect(duplicates(receiver)).toBe(0);
+    expect(new Set(receiver.records().map((x) => x.attributes['tableau.test_seq'])).size).toBe(s.records);
+  }, 90_000);
+
+  it('a lock with this very pid that this process did not take (a container restarted as pid 1) is stale; one it holds is not', () => {
+    const dir = join(tempDir(), 'acme');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'daemon.lock'), JSON.stringify({ pid: process.pid, host: hostname(), startedAt: '2026-11-30T00:00:00.000Z', token: 'previous-life' }));
+    const lock = TenantStateLock.acquire(dir);
+    expect(JSON.parse(readFileSync(join(dir, 'daemon.lock'), 'utf8')).token).toBe(lock.holder.token);
+    expect(() => TenantStateLock.acquire(dir)).toThrow(StateLockedError);
+    lock.release();
+    expect(existsSync(join(dir, 'daemon.lock'))).toBe(false);
+    const again = TenantStateLock.acquire(dir);
+    again.release();
+  });
+
+  it('a takeover in progress elsewhere (its guard file) is not raced; a guard left by a crash is cleared after 30 s', () => {
+    const dir = join(tempDir(), 'acme');
+    mkdirSync(dir, { recursive: true });
+    const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+    const stale = JSON.stringify({ pid: gone, host: hostname(), startedAt: '2026-11-30T00:00:00.000Z', token: 'stale' });
+    writeFileSync(join(dir, 'daemon.lock'), stale);
+    const guard = join(dir, 'daemon.lock.takeover');
+    writeFileSync(guard, '');
+    expect(() => TenantStateLock.acquire(dir)).toThrow(/another process keeps taking it/);
+    expect(readFileSync(join(dir, 'daemon.lock'), 'utf8')).toBe(stale);
+    const old = (Date.now() - 60_000) / 1000;
+    utimesSync(guard, old, old);
+    const lock = TenantStateLock.acquire(dir);
+    expect(JSON.parse(readFileSync(join(dir, 'daemon.lock'), 'utf8')).pid).toBe(process.pid);
+    expect(existsSync(guard)).toBe(false);
+    lock.release();
+  });
 });

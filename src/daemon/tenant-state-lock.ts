@@ -29,8 +29,6 @@ export interface LockHolder {
   startedAt: string;
   /** Unique per acquisition: a release removes only its own file. */
   token: string;
-  /** The command line's first arguments, to help a person recognise the holder. */
-  command?: string;
 }
 
 export class StateLockedError extends Error {
@@ -56,6 +54,17 @@ function installExitHook(): void {
   });
 }
 
+/** A lock file that cannot be parsed is left alone this long (it may be being written). */
+const UNREADABLE_LOCK_GRACE_MS = 10_000;
+
+function ageMs(file: string): number {
+  try {
+    return Date.now() - statSync(file).mtimeMs;
+  } catch {
+    return Infinity;
+  }
+}
+
 /** A takeover in progress older than this was cut short (its process died): it is ignored. */
 const TAKEOVER_STALE_MS = 30_000;
 
@@ -71,12 +80,16 @@ export class TenantStateLock {
   static acquire(dir: string, log?: Logger): TenantStateLock {
     mkdirSync(dir, { recursive: true });
     const file = join(dir, LOCK_FILE_NAME);
-    const me: LockHolder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), token: randomUUID(), command: process.argv.slice(1, 4).join(' ') };
+    const me: LockHolder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), token: randomUUID() };
     for (let attempt = 0; attempt < 5; attempt++) {
       if (tryCreate(file, me)) return TenantStateLock.keep(file, me);
       const text = readLock(file);
       if (text === undefined) continue; // gone meanwhile: try again
       const holder = parseHolder(text);
+      if (!holder && ageMs(file) < UNREADABLE_LOCK_GRACE_MS) {
+        // (only where hard links are missing can a lock be seen half written: give its writer time)
+        throw new StateLockedError(file, undefined, `a lock file that is not (yet) readable: another process may be starting; if none is, remove ${file}`);
+      }
       const why = staleReason(holder);
       if (why === undefined) {
         const h = holder!;
@@ -136,7 +149,14 @@ function tryCreate(file: string, me: LockHolder): boolean {
     } finally {
       closeSync(fd);
     }
-    linkSync(tmp, file);
+    try {
+      linkSync(tmp, file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // a filesystem without hard links (some network and desktop volume mounts): O_EXCL alone
+      if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'ENOSYS') return createExclusive(file, me);
+      throw err;
+    }
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -148,6 +168,17 @@ function tryCreate(file: string, me: LockHolder): boolean {
       /* gone */
     }
   }
+}
+
+function createExclusive(file: string, me: LockHolder): boolean {
+  const fd = openSync(file, 'wx', 0o644);
+  try {
+    writeSync(fd, `${JSON.stringify(me)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
 }
 
 function readLock(file: string): string | undefined {
@@ -163,7 +194,7 @@ function parseHolder(text: string): LockHolder | undefined {
   try {
     const j = JSON.parse(text) as Partial<LockHolder>;
     if (typeof j.pid === 'number' && Number.isInteger(j.pid) && j.pid > 0 && typeof j.host === 'string' && typeof j.token === 'string') {
-      return { pid: j.pid, host: j.host, startedAt: String(j.startedAt ?? ''), token: j.token, ...(typeof j.command === 'string' ? { command: j.command } : {}) };
+      return { pid: j.pid, host: j.host, startedAt: String(j.startedAt ?? ''), token: j.token };
     }
   } catch {
     /* not JSON */
@@ -173,7 +204,7 @@ function parseHolder(text: string): LockHolder | undefined {
 
 /** Why a lock is stale, or undefined when its holder may still be running. */
 function staleReason(holder: LockHolder | undefined): string | undefined {
-  // lock files are created whole (tryCreate): one that is not a lock was not written by this program
+  // lock files are created whole (tryCreate): one that is still not a lock after a while is debris
   if (!holder) return 'the file is not a lock of this program';
   if (holder.host !== hostname()) return undefined;
   // this process holds no lock it did not take itself: a file with our pid is a previous life's
