@@ -35,6 +35,7 @@ import type { DaemonMetrics } from './metrics.js';
 import { connectorScope } from './version.js';
 import { registerSecrets, secretsOfDocument, secretsOfEnvironment } from './secrets.js';
 import { DestinationHealth, ObservedDestination, probeUntilReached } from './readiness.js';
+import { TenantStateLock } from './tenant-state-lock.js';
 
 export const ONCE_DEFAULT_RETRY_MS = 5 * 60_000;
 
@@ -170,6 +171,8 @@ export class Daemon {
   private stopped: Promise<void> | undefined;
   private loadedAt = 0;
   private lastReload: { at: number; ok: boolean; error?: string } | undefined;
+  /** The lock of every tenant state folder this process uses, by folder. */
+  private readonly locks = new Map<string, TenantStateLock>();
 
   constructor(private readonly options: DaemonOptions) {
     this.env = options.env ?? process.env;
@@ -203,7 +206,16 @@ export class Daemon {
   start(loaded: LoadedConfig): void {
     const plan = this.prepare(loaded);
     const built = this.buildRuntimes(plan, [...plan.tenants.keys()]);
+    if (!this.isStopping) {
+      try {
+        this.lockTenants(plan.stateDir, [...plan.tenants.keys()]);
+      } catch (err) {
+        for (const rt of built.values()) void rt.close();
+        throw err;
+      }
+    }
     this.plan = plan;
+    this.options.metrics.dataLabels.setKnownEventTypes(plan.catalog.eventTypes.keys());
     this.pool = this.makePool(plan);
     this.markLoaded(false);
     if (this.isStopping) {
@@ -220,6 +232,47 @@ export class Daemon {
       this.slots.set(id, slot);
       this.launch(slot, built.get(id));
     }
+  }
+
+  /**
+   * Take the lock of every tenant state folder of this configuration (`start` does it too), so a
+   * second process on the same state exits before it starts anything. Throws StateLockedError
+   * naming the holder and the lock file; then no lock is kept.
+   */
+  lockState(loaded: LoadedConfig): void {
+    const stateDir = resolve(loaded.baseDir, loaded.config.state.dir);
+    this.lockTenants(stateDir, loaded.config.tenants.map((t) => t.id));
+  }
+
+  /** Lock these tenants' folders; returns the locks taken now (on an error, those are released again). */
+  private lockTenants(stateDir: string, ids: string[]): TenantStateLock[] {
+    const taken: TenantStateLock[] = [];
+    try {
+      for (const id of ids) {
+        const dir = join(stateDir, id);
+        if (this.locks.get(dir)?.isHeld) continue;
+        const lock = TenantStateLock.acquire(dir, this.log.child({ tenant: id }));
+        this.locks.set(dir, lock);
+        taken.push(lock);
+      }
+    } catch (err) {
+      this.releaseLocks(taken);
+      throw err;
+    }
+    return taken;
+  }
+
+  private releaseLocks(locks: Iterable<TenantStateLock>): void {
+    for (const lock of [...locks]) {
+      lock.release();
+      for (const [dir, l] of this.locks) if (l === lock) this.locks.delete(dir);
+    }
+  }
+
+  /** Release the locks of the folders the running plan does not use (after a reload stopped the tenants that used them). */
+  private releaseUnusedLocks(plan: Plan | undefined): void {
+    const keep = new Set(plan ? [...plan.tenants.keys()].map((id) => join(plan.stateDir, id)) : []);
+    this.releaseLocks([...this.locks].filter(([dir]) => !keep.has(dir)).map(([, l]) => l));
   }
 
   /** `run --once`: resolves with the exit code once every tenant finished. */
@@ -253,6 +306,13 @@ export class Daemon {
       }
       for (const id of this.slots.keys()) if (!plan.tenants.has(id)) outcome.removed.push(id);
       built = this.buildRuntimes(plan, [...outcome.added, ...outcome.changed]);
+      try {
+        // a new tenant's state folder that another process uses: the reload fails, nothing is stopped
+        this.lockTenants(plan.stateDir, [...outcome.added, ...outcome.changed]);
+      } catch (err) {
+        for (const rt of built.values()) void rt.close();
+        throw err;
+      }
     } catch (err) {
       const message = (err as Error).message;
       metrics.configReloads.inc({ result: 'failure' });
@@ -269,6 +329,7 @@ export class Daemon {
     const poolChanged = plan.poolKey !== this.pool!.key;
     if (outcome.added.length + outcome.changed.length + outcome.removed.length === 0 && !poolChanged) {
       this.plan = plan;
+      this.options.metrics.dataLabels.setKnownEventTypes(plan.catalog.eventTypes.keys());
       for (const id of outcome.unchanged) this.slots.get(id)!.plan = plan.tenants.get(id)!;
       this.markLoaded(true);
       this.log.info({ tenants: outcome.unchanged.length }, 'configuration reloaded: nothing changed');
@@ -279,6 +340,7 @@ export class Daemon {
     const oldPool = this.pool!;
     const pool = poolChanged ? this.makePool(plan) : oldPool;
     this.plan = plan;
+    this.options.metrics.dataLabels.setKnownEventTypes(plan.catalog.eventTypes.keys());
     this.pool = pool;
     for (const id of outcome.unchanged) {
       const slot = this.slots.get(id)!;
@@ -293,6 +355,7 @@ export class Daemon {
     }
     if (pool !== oldPool) this.retire(oldPool);
     this.pruneHealth(plan);
+    this.releaseUnusedLocks(plan);
     if (this.isStopping) {
       for (const rt of built.values()) await rt.close();
       return { ...outcome, error: 'stopping' };
@@ -327,6 +390,8 @@ export class Daemon {
       await Promise.all([...this.slots.values()].map((s) => this.stopSlot(s)));
       await this.pool?.closeWhenIdle();
       await Promise.all(this.retiringPools);
+      // every tenant stopped and saved its state: another process may take it over now
+      this.releaseUnusedLocks(undefined);
     })();
     return this.stopped;
   }
@@ -335,6 +400,7 @@ export class Daemon {
   async close(): Promise<void> {
     await this.pool?.close();
     await Promise.all(this.retiringPools);
+    this.releaseUnusedLocks(undefined);
   }
 
   // ---------------------------------------------------------------------------------------
@@ -389,6 +455,7 @@ export class Daemon {
       metrics: this.options.metrics,
       env: this.env,
       wrapDestination: (d, cfg) => this.observe(tp.config.id, d, cfg),
+      failureGraceMs: this.deliveryGraceMs,
     });
   }
 

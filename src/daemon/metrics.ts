@@ -1,9 +1,87 @@
 /**
  * The daemon's Prometheus metrics (prom-client), one registry per process. Labels are tenant,
- * source and destination ids and event types: never a secret, never an unbounded value other
- * than event-type names (themselves capped by the mapper's drift limit).
+ * source and destination ids from the configuration, names from the code (operations, results),
+ * and a few that come from the data: `event_type`, `attribute` and `reason` (a dead letter's
+ * opening words). Those are capped per tenant and label ({@link MAX_DATA_LABEL_VALUES} values;
+ * the catalog's event types are always fine): further values are counted under "(other)", so
+ * made-up event types cannot create series without bound. Never a secret.
+ *
+ * Audit (which label comes from where): tenant, source, destination: configuration; operation:
+ * the sources' code; result, version, node_version: the code; event_type: the records' eventType
+ * (or object key), capped; attribute: the records' field names, capped (and by the drift limit);
+ * reason: the dead-letter reason's opening words (reasonLabel), capped.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type LabelValues } from 'prom-client';
+
+/** Labels whose values come from the data. */
+export const DATA_LABELS = ['event_type', 'attribute', 'reason'] as const;
+export type DataLabel = (typeof DATA_LABELS)[number];
+/** Distinct values of one data label per tenant (besides the catalog's event types) before the rest are lumped together. */
+export const MAX_DATA_LABEL_VALUES = 200;
+/** The label value further values are counted under. */
+export const OTHER_LABEL_VALUE = '(other)';
+
+/** Which values of the data labels each tenant may use. */
+export class DataLabelCap {
+  private known: ReadonlySet<string> = new Set();
+  private readonly seen = new Map<string, Set<string>>();
+  private readonly overflowed = new Set<string>();
+
+  constructor(
+    private readonly max = MAX_DATA_LABEL_VALUES,
+    private readonly onOverflow?: (tenant: string, label: DataLabel) => void,
+  ) {}
+
+  /** The event types of the catalog in use: always labelled by name. */
+  setKnownEventTypes(types: Iterable<string>): void {
+    this.known = new Set(types);
+  }
+
+  value(tenant: string, label: DataLabel, value: string): string {
+    if (value === OTHER_LABEL_VALUE) return value;
+    if (label === 'event_type' && this.known.has(value)) return value;
+    const key = `${tenant}\u0000${label}`;
+    let seen = this.seen.get(key);
+    if (!seen) {
+      seen = new Set();
+      this.seen.set(key, seen);
+    }
+    if (seen.has(value)) return value;
+    if (seen.size < this.max) {
+      seen.add(value);
+      return value;
+    }
+    if (!this.overflowed.has(key)) {
+      this.overflowed.add(key);
+      this.onOverflow?.(tenant, label);
+    }
+    return OTHER_LABEL_VALUE;
+  }
+}
+
+/**
+ * A counter whose data labels pass through the cap, whoever increments it. (prom-client sets
+ * `inc` on each instance in its constructor, so it is wrapped there; these counters have no
+ * exemplars.)
+ */
+function withDataLabelCap<T extends string>(counter: Counter<T>, cap: DataLabelCap): Counter<T> {
+  const inc = counter.inc.bind(counter) as (labels?: LabelValues<T> | number, value?: number) => void;
+  const capLabels = (labels: LabelValues<T>): LabelValues<T> => {
+    const l = labels as Record<string, string | number | undefined>;
+    const tenant = String(l.tenant ?? '');
+    const capped: Record<string, string | number | undefined> = { ...l };
+    for (const name of DATA_LABELS) {
+      const v = l[name];
+      if (v !== undefined) capped[name] = cap.value(tenant, name, String(v));
+    }
+    return capped as LabelValues<T>;
+  };
+  counter.inc = ((labels?: LabelValues<T> | number, value?: number): void => {
+    if (typeof labels === 'object' && labels !== null) inc(capLabels(labels), value);
+    else inc(labels, value);
+  }) as Counter<T>['inc'];
+  return counter;
+}
 
 export class DaemonMetrics {
   readonly registry = new Registry();
@@ -33,14 +111,20 @@ export class DaemonMetrics {
   readonly buildInfo: Gauge<'version' | 'node_version'>;
   readonly unknownEventTypes: Counter<'tenant' | 'event_type'>;
   readonly unknownAttributes: Counter<'tenant' | 'event_type' | 'attribute'>;
+  readonly labelValuesCapped: Counter<'tenant' | 'label'>;
+  /** The cap on the values of the labels that come from the data. */
+  readonly dataLabels: DataLabelCap;
 
-  constructor() {
+  constructor(options: { maxDataLabelValues?: number } = {}) {
     const registers = [this.registry];
+    this.labelValuesCapped = new Counter({ name: 'tao_metric_label_values_capped_total', help: `A label whose values come from the data (event_type, attribute, reason) reached its ${options.maxDataLabelValues ?? MAX_DATA_LABEL_VALUES} values for the tenant: further values are counted as "${OTHER_LABEL_VALUE}" (1 per tenant and label)`, labelNames: ['tenant', 'label'], registers });
+    this.dataLabels = new DataLabelCap(options.maxDataLabelValues ?? MAX_DATA_LABEL_VALUES, (tenant, label) => this.labelValuesCapped.inc({ tenant, label }));
+    const capped = <T extends string>(config: CounterConfiguration<T>): Counter<T> => withDataLabelCap(new Counter(config), this.dataLabels);
     this.eventsRead = new Counter({ name: 'tao_events_read_total', help: 'Records read from sources (lines that were not blank)', labelNames: ['tenant', 'source'], registers });
     this.eventsExported = new Counter({ name: 'tao_events_exported_total', help: 'Records a destination accepted', labelNames: ['tenant', 'destination'], registers });
-    this.eventsByType = new Counter({ name: 'tao_events_by_type_total', help: 'Records mapped, by event type', labelNames: ['tenant', 'event_type'], registers });
-    this.eventsDeadLettered = new Counter({ name: 'tao_events_dead_lettered_total', help: 'Lines written to the dead-letter store', labelNames: ['tenant', 'source', 'reason'], registers });
-    this.eventsDroppedByOverride = new Counter({ name: 'tao_events_dropped_by_override_total', help: "Records a tenant's overrides dropped", labelNames: ['tenant', 'event_type'], registers });
+    this.eventsByType = capped({ name: 'tao_events_by_type_total', help: 'Records mapped, by event type', labelNames: ['tenant', 'event_type'], registers });
+    this.eventsDeadLettered = capped({ name: 'tao_events_dead_lettered_total', help: 'Lines written to the dead-letter store', labelNames: ['tenant', 'source', 'reason'], registers });
+    this.eventsDroppedByOverride = capped({ name: 'tao_events_dropped_by_override_total', help: "Records a tenant's overrides dropped", labelNames: ['tenant', 'event_type'], registers });
     this.exportRetries = new Counter({ name: 'tao_export_retries_total', help: 'Export attempts that will be retried', labelNames: ['tenant', 'destination'], registers });
     this.batchesDeadLettered = new Counter({ name: 'tao_batches_dead_lettered_total', help: 'Batches a destination rejected for good', labelNames: ['tenant', 'destination'], registers });
     this.entriesTruncated = new Counter({ name: 'tao_entries_truncated_total', help: "Entries shortened on purpose to fit a destination's per-entry size limit", labelNames: ['tenant', 'destination'], registers });
@@ -61,8 +145,8 @@ export class DaemonMetrics {
     this.configLastReloadSuccessTime = new Gauge({ name: 'tao_config_last_reload_success_timestamp_seconds', help: 'When the running configuration was loaded', registers });
     this.buildInfo = new Gauge({ name: 'tao_build_info', help: "The connector's version and the Node.js version it runs on (always 1)", labelNames: ['version', 'node_version'], registers });
     this.configLastReloadSuccessful.set(1);
-    this.unknownEventTypes = new Counter({ name: 'tao_unknown_event_types_total', help: 'Records of event types no mapping file describes', labelNames: ['tenant', 'event_type'], registers });
-    this.unknownAttributes = new Counter({ name: 'tao_unknown_attributes_total', help: 'Records carrying attributes their mapping file does not document', labelNames: ['tenant', 'event_type', 'attribute'], registers });
+    this.unknownEventTypes = capped({ name: 'tao_unknown_event_types_total', help: 'Records of event types no mapping file describes', labelNames: ['tenant', 'event_type'], registers });
+    this.unknownAttributes = capped({ name: 'tao_unknown_attributes_total', help: 'Records carrying attributes their mapping file does not document', labelNames: ['tenant', 'event_type', 'attribute'], registers });
   }
 
   private defaultsOn = false;

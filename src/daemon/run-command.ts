@@ -119,6 +119,14 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
     unrouteWarnings();
   };
 
+  try {
+    daemon.lockState(loaded); // another process on the same tenant state: say so before anything starts
+  } catch (err) {
+    process.stderr.write(scrubSecrets(`${(err as Error).message}\n`));
+    removeHandlers();
+    return EXIT_CONFIG;
+  }
+
   let server: RunningHttpServer | undefined;
   if (listen) {
     metrics.enableDefaultMetrics();

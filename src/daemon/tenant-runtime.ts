@@ -35,6 +35,11 @@ export interface TenantRuntimeOptions {
   env?: NodeJS.ProcessEnv;
   /** Wraps each destination as it is built (the daemon observes outcomes for /readyz). */
   wrapDestination?(destination: Destination, config: DestinationConfig): Destination;
+  /**
+   * Once one runner failed, how long the other runners' in-flight deliveries get before they are
+   * aborted (default 5 s). Their batches are not acknowledged then: the next start sends them again.
+   */
+  failureGraceMs?: number;
 }
 
 /** How long closing waits for a destination's own shutdown (requests it still has open are abandoned). */
@@ -125,12 +130,44 @@ export class TenantRuntime {
 
   /** Read everything available now and wait for it to be acknowledged. */
   async runOnce(readSignal: AbortSignal): Promise<void> {
-    await Promise.all(this.runners.map((r) => r.drain(readSignal)));
+    await this.runAll(readSignal, (r, signal) => r.drain(signal));
   }
 
   /** Poll all sources until the read signal aborts. */
   async run(readSignal: AbortSignal): Promise<void> {
-    await Promise.all(this.runners.map((r) => r.run(readSignal)));
+    await this.runAll(readSignal, (r, signal) => r.run(signal));
+  }
+
+  /**
+   * Run every runner; when one fails, the others stop reading, their in-flight deliveries get
+   * `failureGraceMs`, and only once every runner has returned is the first error thrown. So a
+   * failed runtime leaves nothing running behind it when the daemon starts the tenant again (a
+   * reader left polling beside the new one would send every later record once more).
+   */
+  private async runAll(readSignal: AbortSignal, each: (r: SourceRunner, signal: AbortSignal) => Promise<void>): Promise<void> {
+    const stop = new AbortController();
+    const onAbort = (): void => stop.abort();
+    if (readSignal.aborted) stop.abort();
+    else readSignal.addEventListener('abort', onAbort, { once: true });
+    let failure: { err: unknown } | undefined;
+    let graceTimer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.all(
+        this.runners.map((r) =>
+          each(r, stop.signal).catch((err: unknown) => {
+            if (failure) return;
+            failure = { err };
+            if (this.runners.length > 1) this.log.warn({ source: r.source.id, err: (err as Error).message }, 'stopping the other sources of the tenant');
+            stop.abort();
+            graceTimer = setTimeout(() => this.abortDeliveries(), this.options.failureGraceMs ?? 5000);
+          }),
+        ),
+      );
+    } finally {
+      clearTimeout(graceTimer);
+      readSignal.removeEventListener('abort', onAbort);
+    }
+    if (failure) throw failure.err;
   }
 
   /** Abort deliveries still in progress (the grace period is over). */

@@ -8,6 +8,7 @@
 import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, renameSync, readFileSync, unlinkSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { z } from 'zod';
 
 /** Progress in one object: lines up to `line` are acknowledged by every destination. */
 export interface ObjectProgress {
@@ -49,6 +50,47 @@ interface CheckpointFile {
   sources: Record<string, SourceCheckpoint>;
 }
 
+/** What a checkpoint file must look like to be used (fields added by later versions are kept). */
+const objectProgressSchema = z.looseObject({
+  line: z.number().int().min(0),
+  done: z.boolean().optional(),
+  size: z.number().min(0).optional(),
+  version: z.string().optional(),
+});
+const checkpointFileSchema = z.looseObject({
+  version: z.literal(1),
+  savedAt: z.string(),
+  sources: z.record(
+    z.string(),
+    z.looseObject({
+      objects: z.record(z.string(), objectProgressSchema),
+      position: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+    }),
+  ),
+});
+
+/** A checkpoint file that cannot be used: names the file and what is wrong with it. */
+export class CheckpointFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly problem: string,
+  ) {
+    super(
+      `${file}: ${problem}. The tenant does not start rather than read everything again; repair the file, or move it away ` +
+        'to start from nothing (every object is then read and sent again)',
+    );
+    this.name = 'CheckpointFileError';
+  }
+}
+
+/** One zod issue as `path: message`, the path as it would be written in JavaScript. */
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const path = issue.path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : typeof p === 'string' && /^[A-Za-z_$][\w$]*$/.test(p) ? `${i === 0 ? '' : '.'}${p}` : `[${JSON.stringify(String(p))}]`))
+    .join('');
+  return `${path || '(top level)'}: ${issue.message}`;
+}
+
 export class CheckpointStore {
   readonly file: string;
   private data: CheckpointFile;
@@ -70,12 +112,27 @@ export class CheckpointStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, savedAt: '', sources: {} };
       throw err;
     }
-    const parsed = JSON.parse(text) as CheckpointFile;
-    if (parsed.version !== 1 || typeof parsed.sources !== 'object') {
-      throw new Error(`${this.file}: not a checkpoint file of this version`);
+    if (text.trim() === '') throw new CheckpointFileError(this.file, 'the checkpoint file is empty');
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      throw new CheckpointFileError(this.file, `the checkpoint file is not valid JSON (${(err as Error).message})`);
     }
-    // objects by key, a name from the data: no prototype (an object named `__proto__` is an object like any other)
-    for (const s of Object.values(parsed.sources)) if (s && typeof s.objects === 'object') s.objects = Object.assign(Object.create(null) as SourceCheckpoint['objects'], s.objects);
+    if (typeof json === 'object' && json !== null && 'version' in json && json.version !== 1) {
+      throw new CheckpointFileError(this.file, `checkpoint file version ${JSON.stringify(json.version)}, this version of the program reads version 1`);
+    }
+    const checked = checkpointFileSchema.safeParse(json);
+    if (!checked.success) {
+      const issues = checked.error.issues;
+      const shown = issues.slice(0, 3).map(describeIssue).join('; ');
+      throw new CheckpointFileError(this.file, `not a checkpoint file: ${shown}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`);
+    }
+    // (checked, it is the file as written: no defaults to fill in.) Objects by key, a name from
+    // the data: no prototype (an object named `__proto__` is an object like any other), so they
+    // are taken from the parsed JSON, which keeps such a key, not from zod's copy, which does not
+    const parsed = json as CheckpointFile;
+    for (const s of Object.values(parsed.sources)) s.objects = Object.assign(Object.create(null) as SourceCheckpoint['objects'], s.objects);
     return parsed;
   }
 

@@ -12,6 +12,7 @@ import { replay } from './replay.js';
 import { securityOverrides, securityLogs, securityReadyz, securityObjectLimits } from './security-hardening.js';
 import { destination401, destination413 } from './destination-refusals.js';
 import { serverNode } from './server-node.js';
+import { tenantRestart, secondDaemon } from './daemon-state.js';
 
 export const SCENARIOS: Scenario[] = [
   kill9,
@@ -38,4 +39,6 @@ export const SCENARIOS: Scenario[] = [
   destination401,
   destination413,
   serverNode,
+  tenantRestart,
+  secondDaemon,
 ];
