@@ -1,9 +1,11 @@
 /**
- * Delivering one batch to one destination: retry with exponential backoff and full jitter,
+ * Delivering one batch to one destination: retry with exponential backoff and jitter (core/backoff.ts),
  * honouring `Retry-After`, until it is accepted, its content rejected, or the retry budget runs
  * out. A hold (our credentials refused, the destination moved) is retried the same way: the
  * batch waits like in an outage, it is never dead-lettered. Shared by every destination so the retry policy lives in one place.
  */
+import { backoffDelay as coreBackoffDelay } from '../core/backoff.js';
+import { sleep } from '../core/sleep.js';
 import type { Destination, SendOutcome } from './destination.js';
 
 export interface RetryPolicy {
@@ -26,9 +28,9 @@ export interface DeliveryHooks {
   onRetry?(reason: string, delayMs: number, attempt: number, outcome: Extract<SendOutcome, { kind: 'retry' | 'hold' }>): void;
 }
 
+/** The wait before retry `attempt` of a batch: the daemon's one backoff rule (core/backoff.ts). */
 export function backoffDelay(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
-  const cap = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(attempt - 1, 30));
-  return Math.round(cap / 2 + (random() * cap) / 2);
+  return coreBackoffDelay({ initialMs: policy.initialDelayMs, maxMs: policy.maxDelayMs }, attempt, random);
 }
 
 export async function deliver(
@@ -91,18 +93,4 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | typeof
   });
 }
 
-/** Resolves true when aborted before the time is up. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve(true);
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(false);
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      resolve(true);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
+export { sleep } from '../core/sleep.js';
