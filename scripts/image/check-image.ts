@@ -330,6 +330,7 @@ async function main(): Promise<number> {
     for (const base of bases) baseKinds.set(base, await ensureBase(base));
     const buildLog = join(work, 'build.log');
     say(`building ${opts.image} from ${opts.dockerfile} (docker build --network host; ${buildx ? 'BuildKit' : 'legacy builder: no buildx here'}; log ${buildLog})`);
+    const previous = await docker(['image', 'inspect', '--format', '{{.Id}}', opts.image]);
     const t0 = Date.now();
     const build = await run('docker', ['build', '--network', 'host', '-f', resolve(REPO_ROOT, opts.dockerfile), '-t', opts.image, '.'], {
       timeoutMs: 1_800_000,
@@ -338,6 +339,9 @@ async function main(): Promise<number> {
     });
     if (build.code !== 0) throw new Error(`docker build failed (exit ${build.code}):\n${tail(buildLog, 30)}`);
     say(`built ${opts.image} in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    const built = await dockerOk(['image', 'inspect', '--format', '{{.Id}}', opts.image]);
+    // the image this tag named before: left untagged by the build, of no further use
+    if (previous.code === 0 && previous.stdout.trim() !== built) await docker(['image', 'rm', previous.stdout.trim()]);
 
     // --- the container ---
     const expected = exampleRecordCount(EXAMPLE_DIR);
