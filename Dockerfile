@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # The production image of tableau-activity-otel: compiled with the dev dependencies, shipped
 # with the runtime ones only, as the unprivileged `node` user (uid 1000).
 #
@@ -12,8 +11,11 @@
 # the HEALTHCHECK asks TAO_LISTEN's port). SIGTERM stops gracefully within --grace (30 s:
 # give `docker stop -t 40`), SIGHUP reloads the configuration.
 
-# The Node.js version the tests run on (CI: Node 20).
-ARG NODE_VERSION=20.20.2
+# The Node.js 24 LTS line (the newest 24.x at build time); pin a release with
+# --build-arg NODE_VERSION=24.x.y. No `# syntax=` line: the builder's own Dockerfile frontend
+# suffices, so a build needs no frontend image from a registry.
+# `npm run image:check` builds this file and checks the container (docs/image.md).
+ARG NODE_VERSION=24
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
