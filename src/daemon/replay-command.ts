@@ -15,8 +15,9 @@
  * - `--dry-run` maps everything (so it also says what would fail again) and sends nothing.
  *
  * Letters written before they carried the uid prefix (`uidPrefix`, `records`): the prefix is
- * derived as a `directory` source derives it when every source of the tenant is a directory;
- * otherwise such a letter is refused, naming its file and line.
+ * derived as the `directory` source of those versions did (from the object's key; today's derives
+ * it from the file's identity, and writes it into every letter) when every source of the tenant
+ * is a directory; otherwise such a letter is refused, naming its file and line.
  */
 import { basename, join, resolve } from 'node:path';
 import type { LoadedConfig, TenantConfig } from './config.js';
@@ -238,7 +239,8 @@ function unreplayableLine(letter: BadLineLetter): string | undefined {
 
 /** The uid prefix a source gave an object, for letters written before they carried it. */
 function derivedUidPrefix(tenant: TenantConfig, object: string): string | undefined {
-  // a directory source's identity is `directory\n<key>` whatever its root (directory-source.ts)
+  // the versions that wrote such letters gave a directory object the identity `directory\n<key>`
+  // whatever its root (today's derive it from the file's identity and write it into the letter)
   if (tenant.sources.every((s) => s.type === 'directory')) return uidPrefixFor(`directory\n${object}`);
   return undefined;
 }
