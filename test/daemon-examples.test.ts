@@ -161,14 +161,17 @@ describe('examples', () => {
     expect(readme).toMatch(/docker run (?:.*\\\n)*.*tableau-activity-otel/); // (continued lines)
   });
 
-  it('Dockerfile: multi-stage, runtime dependencies only, non-root, HEALTHCHECK on /healthz, volumes, the tested Node major', () => {
+  it('Dockerfile: multi-stage, runtime dependencies only, non-root, HEALTHCHECK on /healthz, volumes, a Node line the tests run on', () => {
     const text = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
     const lines = text.split('\n').filter((l) => !l.trim().startsWith('#'));
     const froms = lines.filter((l) => /^FROM /.test(l));
     expect(froms.length).toBeGreaterThanOrEqual(2);
-    const version = /^ARG NODE_VERSION=(\d+)\.(\d+)\.(\d+)$/m.exec(text);
-    expect(version, 'ARG NODE_VERSION=x.y.z').not.toBeNull();
-    expect(Number(version![1])).toBe(Number(process.versions.node.split('.')[0]));
+    const version = /^ARG NODE_VERSION=(\d+)(?:\.\d+\.\d+)?$/m.exec(text);
+    expect(version, 'ARG NODE_VERSION=N or N.x.y').not.toBeNull();
+    // the image's Node line is one the test suite runs on: this process's, or one .ci/run installs (node@N)
+    const ciRun = readFileSync(join(REPO_ROOT, '.ci', 'run'), 'utf8');
+    const tested = new Set([Number(process.versions.node.split('.')[0]), ...[...ciRun.matchAll(/\bnode@(\d+)/g)].map((m) => Number(m[1]))]);
+    expect(tested.has(Number(version![1])), `Node ${version![1]} in the Dockerfile, tested: ${[...tested].join(', ')}`).toBe(true);
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
     expect(Number(version![1])).toBeGreaterThanOrEqual(Number(/\d+/.exec(pkg.engines.node)![0]));
     for (const f of froms) expect(f).toContain('node:${NODE_VERSION}');

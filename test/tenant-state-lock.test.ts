@@ -88,11 +88,14 @@ describe('tenant state lock', () => {
 
   it('run --once holds the lock while it runs: a daemon started meanwhile exits 2', async () => {
     receiver = await startOtlpReceiver();
-    receiver.setDelay(300);
+    // the destination answers 503 until the second process has been turned away: the run --once
+    // holds the lock (retrying) however slowly the second one starts on a busy machine
+    receiver.setStatus(503);
     const s = setup(receiver.url);
     const once = track(startCli(['run', '--once', '--config', s.config]));
     await waitFor('the lock of the run --once', () => existsSync(s.lock) || undefined, 20_000);
     const daemon = await runCli(['run', '--config', s.config, '--listen', '127.0.0.1:0']);
+    receiver.setStatus(null);
     expect(daemon.code, daemon.stderr).toBe(2);
     expect(daemon.stderr).toContain(`process ${once.child.pid}`);
     expect(daemon.stderr).toContain(s.lock);
