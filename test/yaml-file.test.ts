@@ -42,7 +42,10 @@ describe('YAML syntax errors', () => {
     writeFileSync(file, ['tenants:', '  - id: acme', '    sources:', '      - { type: directory, path: ${LOG_DIR} }', '    destinations: [ { type: file, path: "-" } ]', ''].join('\n'));
     const res = await runCli(['validate', '--config', file], { env: { LOG_DIR: dir } });
     expect(res.code).toBe(2);
-    expect(res.stderr).toContain(`${file}:4:38: \${LOG_DIR} inside [ ] or { } must be quoted: "\${LOG_DIR}"`);
+    expect(res.stderr).toContain(`${file}:4:34: \${LOG_DIR} inside [ ] or { } must be quoted: "\${LOG_DIR}"`);
     expect(res.stderr).not.toContain(`${file}:1:1:`);
+    // the parser's errors about every token after it are counted, not listed
+    expect(res.stderr.trim().split('\n')).toHaveLength(4);
+    expect(res.stderr).toMatch(/:5:\d+: and \d+ more syntax error\(s\) from here on/);
   });
 });

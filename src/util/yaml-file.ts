@@ -36,6 +36,9 @@ export interface Substitution {
   inserted: Array<{ name: string; value: string }>;
 }
 
+/** Syntax errors reported one by one; the rest are counted. */
+const MAX_SYNTAX_ERRORS = 3;
+
 /** Inserted values shorter than this are only replaced in the message of their own path (they would garble ordinary text). */
 const MIN_QUOTED_ELSEWHERE = 4;
 
@@ -73,6 +76,13 @@ export function parseYaml(file: string, text: string): ParsedYaml {
     const problems: string[] = [];
     const variablesNamed = new Set<number>();
     for (const e of doc.errors) {
+      if (problems.length === MAX_SYNTAX_ERRORS) {
+        // the parser reports every token after a bad one: the first errors say what is wrong
+        const pos = lines.linePos(e.pos[0]);
+        const rest = doc.errors.length - doc.errors.indexOf(e);
+        problems.push(`${pos.line}:${pos.col}: and ${rest} more syntax error(s) from here on (often caused by the ones before)`);
+        break;
+      }
       const message = e.message.split('\n')[0];
       const variable = unquotedVariableAt(text, e.pos[0]);
       if (variable) {
