@@ -12,8 +12,8 @@
 # the HEALTHCHECK asks TAO_LISTEN's port). SIGTERM stops gracefully within --grace (30 s:
 # give `docker stop -t 40`), SIGHUP reloads the configuration.
 
-# The Node.js version the tests run on (CI: Node 20).
-ARG NODE_VERSION=20.20.2
+# The Node.js version of the image: the LTS line CI tests (.ci/run: Node 24, and Node 20).
+ARG NODE_VERSION=24.21.0
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
