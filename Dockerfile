@@ -11,11 +11,11 @@
 # the HEALTHCHECK asks TAO_LISTEN's port). SIGTERM stops gracefully within --grace (30 s:
 # give `docker stop -t 40`), SIGHUP reloads the configuration.
 
-# The Node.js 24 LTS line (the newest 24.x at build time); pin a release with
-# --build-arg NODE_VERSION=24.x.y. No `# syntax=` line: the builder's own Dockerfile frontend
-# suffices, so a build needs no frontend image from a registry.
+# The Node.js version of the image: the LTS line CI tests (.ci/run: Node 24, and Node 20); another
+# release with --build-arg NODE_VERSION=24.x.y. No `# syntax=` line: the builder's own Dockerfile
+# frontend suffices, so a build needs no frontend image from a registry.
 # `npm run image:check` builds this file and checks the container (docs/image.md).
-ARG NODE_VERSION=24
+ARG NODE_VERSION=24.21.0
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app

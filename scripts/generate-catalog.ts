@@ -133,6 +133,23 @@ export const TRANSLATED_ATTRIBUTE_NAMES: Readonly<Record<string, string>> = {
 const ATTRIBUTE_NAME = /^[a-z][A-Za-z0-9]*$/;
 
 /**
+ * Common attributes a family's records carry that its page does not list, written after the
+ * page's own. Site records may carry their own `eventType` (ACTIVITY_LOG.md: "Site records may or
+ * may not carry an `eventType` field"; the object key's `eventType=<type>` segment names the
+ * type): listed so that it is a documented attribute of every site type, not schema drift. A page
+ * that lists one of them itself is an error (drop it here).
+ */
+export const EXTRA_COMMON_ATTRIBUTES: Readonly<Record<Family, Readonly<Record<string, CatalogAttribute>>>> = {
+  site: {
+    eventType: {
+      type: 'string',
+      description: 'Type of the event. Not every site record carries it: the eventType=<type> segment of the object key names the type (a record value that differs is kept as tableau.raw.eventType).',
+    },
+  },
+  tenant: {},
+};
+
+/**
  * The parts of `mappings/defaults.yaml` that are not read from the pages. (`requestUri` and
  * `initiatingUrl` are split into url.* attributes in code, so they are not listed here.)
  */
@@ -679,6 +696,13 @@ export function generateCatalog(options: GenerateOptions = {}): void {
   }
   if (missing.length) console.warn(`warning: ${missing.length} of ${texts.size} description(s) have no English translation; using the Italian text (--allow-missing)`);
   const english = (it: string) => translations[it] ?? it;
+  const commonOf = (p: ParsedPage): Record<string, CatalogAttribute> => {
+    const listed = catalog(p.commonAttributes, english);
+    for (const name of Object.keys(EXTRA_COMMON_ATTRIBUTES[p.page.family])) {
+      if (listed[name]) throw new SeedError(`${p.page.file}: common attribute ${name} is now listed by the page; remove it from EXTRA_COMMON_ATTRIBUTES`);
+    }
+    return { ...listed, ...EXTRA_COMMON_ATTRIBUTES[p.page.family] };
+  };
 
   // Build and validate everything before writing anything.
   const files = new Map<string, string>();
@@ -686,12 +710,12 @@ export function generateCatalog(options: GenerateOptions = {}): void {
     attributePrefix: FIXED_DEFAULTS.attributePrefix,
     eventNamePrefix: FIXED_DEFAULTS.eventNamePrefix,
     site: {
-      commonAttributes: catalog(site.commonAttributes, english),
+      commonAttributes: commonOf(site),
       semanticConventions: { ...FIXED_DEFAULTS.site.semanticConventions },
       serviceName: FIXED_DEFAULTS.site.serviceName,
     },
     tenant: {
-      commonAttributes: catalog(tenant.commonAttributes, english),
+      commonAttributes: commonOf(tenant),
       semanticConventions: { ...FIXED_DEFAULTS.tenant.semanticConventions },
       serviceName: FIXED_DEFAULTS.tenant.serviceName,
     },
@@ -706,7 +730,7 @@ export function generateCatalog(options: GenerateOptions = {}): void {
   const semanticProblems: string[] = [];
   const withoutSemantics: string[] = [];
   for (const p of pages) {
-    const common = p.commonAttributes.map((a) => a.name);
+    const common = [...p.commonAttributes.map((a) => a.name), ...Object.keys(EXTRA_COMMON_ATTRIBUTES[p.page.family])];
     for (const t of p.eventTypes) {
       const generated = {
         eventType: t.name,
@@ -764,8 +788,9 @@ export function generateCatalog(options: GenerateOptions = {}): void {
 
   for (const note of notes) console.warn(`note: ${note}`);
   for (const p of pages) {
+    const extra = Object.keys(EXTRA_COMMON_ATTRIBUTES[p.page.family]);
     console.log(
-      `${p.page.family}: ${p.commonAttributes.length} common attributes, ${p.eventTypes.length} event types ` +
+      `${p.page.family}: ${p.commonAttributes.length} common attributes${extra.length ? ` (+ ${extra.join(', ')}, not on the page)` : ''}, ${p.eventTypes.length} event types ` +
         `(${p.page.file}; skipped headings: ${p.skippedHeadings.map((h) => JSON.stringify(h)).join(', ') || 'none'})`,
     );
   }

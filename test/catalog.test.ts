@@ -54,7 +54,8 @@ describe('mappings/ catalog', () => {
 
   it('defaults.yaml matches defaultsFileSchema', () => {
     const defaults = defaultsFileSchema.parse(load('defaults.yaml'));
-    expect(Object.keys(defaults.site.commonAttributes)).toHaveLength(12);
+    expect(Object.keys(defaults.site.commonAttributes)).toHaveLength(13); // the page's 12 and eventType (EXTRA_COMMON_ATTRIBUTES)
+    expect(defaults.site.commonAttributes.eventType).toMatchObject({ type: 'string' });
     expect(Object.keys(defaults.tenant.commonAttributes)).toHaveLength(23);
     expect(defaults.site.serviceName).toBe('tableau-cloud');
     expect(defaults.tenant.serviceName).toBe('tableau-cloud-manager');

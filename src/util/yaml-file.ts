@@ -36,6 +36,9 @@ export interface Substitution {
   inserted: Array<{ name: string; value: string }>;
 }
 
+/** Syntax errors reported one by one; the rest are counted. */
+const MAX_SYNTAX_ERRORS = 3;
+
 /** Inserted values shorter than this are only replaced in the message of their own path (they would garble ordinary text). */
 const MIN_QUOTED_ELSEWHERE = 4;
 
@@ -69,15 +72,43 @@ export function parseYaml(file: string, text: string): ParsedYaml {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
-    throw new FileError(
-      file,
-      doc.errors.map((e) => {
-        const pos = e.linePos?.[0];
-        return `${pos ? `${pos.line}:${pos.col}` : '1:1'}: ${e.message.split('\n')[0]}`;
-      }),
-    );
+    // with prettyErrors off the library leaves `linePos` unset: the position comes from the offset
+    const problems: string[] = [];
+    const variablesNamed = new Set<number>();
+    for (const e of doc.errors) {
+      if (problems.length === MAX_SYNTAX_ERRORS) {
+        // the parser reports every token after a bad one: the first errors say what is wrong
+        const pos = lines.linePos(e.pos[0]);
+        const rest = doc.errors.length - doc.errors.indexOf(e);
+        problems.push(`${pos.line}:${pos.col}: and ${rest} more syntax error(s) from here on (often caused by the ones before)`);
+        break;
+      }
+      const message = e.message.split('\n')[0];
+      const variable = unquotedVariableAt(text, e.pos[0]);
+      if (variable) {
+        if (variablesNamed.has(variable.offset)) continue; // the parser's follow-up errors about the same ${VAR}
+        variablesNamed.add(variable.offset);
+        const pos = lines.linePos(variable.offset);
+        problems.push(`${pos.line}:${pos.col}: ${variable.written} inside [ ] or { } must be quoted: "${variable.written}" (${message})`);
+      } else {
+        const pos = lines.linePos(e.pos[0]);
+        problems.push(`${pos.line}:${pos.col}: ${message}`);
+      }
+    }
+    throw new FileError(file, problems);
   }
   return { file, doc, lines, value: doc.toJS({ maxAliasCount: 100 }) };
+}
+
+/**
+ * An unquoted `${VAR}` where a syntax error was found: inside `[ ]` or `{ }` the `{` of `${VAR}`
+ * opens a flow map, so the parser stops at it (or just after it).
+ */
+function unquotedVariableAt(text: string, offset: number): { offset: number; written: string } | undefined {
+  const start = text.lastIndexOf('${', offset);
+  if (start < 0 || offset - start > 2) return undefined;
+  const m = /^\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}\n]*)?\}/.exec(text.slice(start));
+  return m ? { offset: start, written: m[0] } : undefined;
 }
 
 /** `line:col` of the node at `path` in the document, or of its nearest existing parent. */
