@@ -2,7 +2,7 @@
  * The one backoff rule of every retry in the daemon (destinations, sources, tenant restarts):
  * the n-th wait is `initial × multiplier^(n-1)`, capped at `max`, then jittered.
  *
- * Jitter, as documented in docs/ (and the README's retry paragraph):
+ * Jitter (docs/destinations/README.md, Retries):
  * - `equal` (the default): a random wait between half the capped delay and the whole of it, so
  *   retries spread out but never come sooner than half the intended wait;
  * - `full`: anywhere between 0 and the capped delay;

@@ -228,7 +228,7 @@ type Records = Array<{ object: string; uidPrefix: string; line: number; raw: str
 function unreplayableLine(letter: BadLineLetter): string | undefined {
   if (typeof letter.raw !== 'string' || letter.raw === '') {
     return /^object unreadable/.test(letter.reason)
-      ? 'the rest of the object could not be read, so the letter holds no line to send: read the object again from its source (README: Re-reading a time range)'
+      ? 'the rest of the object could not be read, so the letter holds no line to send: read the object again from its source (docs/operations.md: Re-reading a time range)'
       : 'the letter holds no line to send';
   }
   if (/exceeds maxLineBytes/.test(letter.reason)) return 'the letter keeps only the start of the line (longer than maxLineBytes): raise maxLineBytes and read the object again';
@@ -247,7 +247,7 @@ function derivedUidPrefix(tenant: TenantConfig, object: string): string | undefi
 
 function noPrefix(tenant: TenantConfig): string {
   const types = [...new Set(tenant.sources.map((s) => s.type))].join(', ');
-  return `written before dead letters carried the object's uid prefix; for a ${types} source it cannot be rebuilt, so the records would not keep their log.record.uid: read the objects again from the source instead (README: Re-reading a time range)`;
+  return `written before dead letters carried the object's uid prefix; for a ${types} source it cannot be rebuilt, so the records would not keep their log.record.uid: read the objects again from the source instead (docs/operations.md: Re-reading a time range)`;
 }
 
 function recordsOf(letter: BadLineLetter | RejectedBatchLetter, tenant: TenantConfig): Records | string {

@@ -2,7 +2,7 @@
  * Mapped records → OTLP `ExportLogsServiceRequest` protobuf bytes, written directly into one
  * growing buffer: no per-record intermediate objects (the generic OpenTelemetry JS serializer
  * first builds an OTLP object tree and then encodes it, which is where a large share of the
- * time went; see the README's performance section).
+ * time went; see docs/performance.md).
  *
  * Field numbers (opentelemetry-proto, logs/v1 and common/v1):
  *   ExportLogsServiceRequest{1 resource_logs}  ResourceLogs{1 resource, 2 scope_logs}
