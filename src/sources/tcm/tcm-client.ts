@@ -25,9 +25,9 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
-import { backoffDelay, sleep, type RetryPolicy } from '../export/delivery.js';
+import type { SourceMetrics } from '../../daemon/metrics.js';
+import type { Logger } from '../../daemon/logger.js';
+import { backoffDelay, sleep, type RetryPolicy } from '../../export/delivery.js';
 import { DownloadPolicy, DownloadRefusedError, originOf } from './download-guard.js';
 
 export type TcmOperation = 'login' | 'list' | 'urls' | 'download' | 'sites';

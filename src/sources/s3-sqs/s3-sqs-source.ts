@@ -30,18 +30,18 @@ import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SQSClient, ReceiveMessageCommand, DeleteMessageCommand, ChangeMessageVisibilityCommand, GetQueueAttributesCommand, type Message } from '@aws-sdk/client-sqs';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import type { Source, SourceObject } from './source.js';
-import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
-import type { SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
-import { parseObjectKey } from '../decoding/object-key.js';
-import { createS3Client, isAccessError, isCredentialError, isKmsError, s3ErrorInfo, S3_REQUEST_SETTINGS, type S3ErrorInfo } from './s3-client.js';
-import { readS3Object, s3ObjectError, sleep, type S3ObjectReaderOptions } from './s3-object-reader.js';
-import { hourToMs } from './s3-partitions.js';
+import type { Source, SourceObject } from '../source.js';
+import type { SourceCheckpoint } from '../../pipeline/checkpoint-store.js';
+import type { SourceMetrics } from '../../daemon/metrics.js';
+import type { Logger } from '../../daemon/logger.js';
+import { parseObjectKey } from '../../decoding/object-key.js';
+import { createS3Client, isAccessError, isCredentialError, isKmsError, s3ErrorInfo, S3_REQUEST_SETTINGS, type S3ErrorInfo } from '../s3-common/s3-client.js';
+import { readS3Object, s3ObjectError, sleep, type S3ObjectReaderOptions } from '../s3-common/s3-object-reader.js';
+import { hourToMs } from '../s3-common/s3-partitions.js';
 import { normalizeEtag, parseNotification, type NotifiedObject } from './s3-notifications.js';
 
-export { s3SqsSourceConfigSchema, type S3SqsSourceConfig } from './s3-sqs-source-config.js';
-import type { S3SqsSourceConfig } from './s3-sqs-source-config.js';
+export { s3SqsSourceConfigSchema, type S3SqsSourceConfig } from './config.js';
+import { s3SqsSourceId, type S3SqsSourceConfig } from './config.js';
 
 export interface S3SqsSourceContext {
   metrics: SourceMetrics;
@@ -117,7 +117,7 @@ export class S3SqsSource implements Source {
 
   constructor(private readonly config: S3SqsSourceConfig, ctx: S3SqsSourceContext, options: S3SqsSourceOptions = {}) {
     this.queueUrl = config.queueUrl;
-    this.id = config.name ?? `s3-sqs:${config.queueUrl}`;
+    this.id = s3SqsSourceId(config);
     this.readConcurrency = config.concurrency;
     this.prefix = config.prefix === '' || config.prefix.endsWith('/') ? config.prefix : `${config.prefix}/`;
     this.log = ctx.log.child({ source: this.id });

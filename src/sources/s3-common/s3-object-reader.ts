@@ -14,8 +14,8 @@
  */
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import type { SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
+import type { SourceMetrics } from '../../daemon/metrics.js';
+import type { Logger } from '../../daemon/logger.js';
 import { isAccessError, isCredentialError, isKmsError, kmsKeyIn, s3ErrorInfo, type S3ErrorInfo } from './s3-client.js';
 
 /** A GetObject failure that retrying will not fix (access denied, KMS): the pipeline dead-letters the object's rest at once. */
