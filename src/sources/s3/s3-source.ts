@@ -42,7 +42,7 @@ export interface S3SourceOptions {
   now?: () => number;
   /** Parallel list calls per poll (default 8). */
   listConcurrency?: number;
-  /** Pause before resuming an interrupted body (default 500 ms, doubling). */
+  /** First pause before resuming an interrupted body (default: BACKOFF_DEFAULTS.objectResume, 500 ms doubling). */
   resumeDelayMs?: number;
 }
 
@@ -97,7 +97,7 @@ export class S3Source implements Source {
     this.client = built.client;
     this.secrets = built.secrets;
     this.lister = new SdkS3Lister(this.client, this.bucket, this.metrics, this.secrets);
-    this.reader = { client: this.client, secrets: this.secrets, metrics: this.metrics, log: this.log, resumeDelayMs: options.resumeDelayMs ?? 500 };
+    this.reader = { client: this.client, secrets: this.secrets, metrics: this.metrics, log: this.log, ...(options.resumeDelayMs !== undefined ? { resumeDelayMs: options.resumeDelayMs } : {}) };
   }
 
   async pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]> {
