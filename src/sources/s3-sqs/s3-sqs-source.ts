@@ -31,6 +31,7 @@ import { SQSClient, ReceiveMessageCommand, DeleteMessageCommand, ChangeMessageVi
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import type { Source, SourceObject } from '../source.js';
+import type { SourceContext } from '../source-descriptor.js';
 import type { SourceCheckpoint } from '../../pipeline/checkpoint-store.js';
 import type { SourceMetrics } from '../../daemon/metrics.js';
 import type { Logger } from '../../daemon/logger.js';
@@ -45,11 +46,8 @@ import { normalizeEtag, parseNotification, type NotifiedObject } from './s3-noti
 export { s3SqsSourceConfigSchema, type S3SqsSourceConfig } from './config.js';
 import { s3SqsSourceId, type S3SqsSourceConfig } from './config.js';
 
-export interface S3SqsSourceContext {
-  metrics: SourceMetrics;
-  log: Logger;
-  env: NodeJS.ProcessEnv;
-}
+/** What the source takes of the settings (source-descriptor.ts): it resolves no paths. */
+export type S3SqsSourceContext = Pick<SourceContext, 'metrics' | 'log' | 'env'>;
 
 export interface S3SqsSourceOptions {
   /** First pause before resuming an interrupted body (default: BACKOFF_DEFAULTS.objectResume, 500 ms doubling). */

@@ -21,6 +21,7 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Source, SourceObject } from '../source.js';
+import type { SourceContext } from '../source-descriptor.js';
 import type { SourceCheckpoint } from '../../pipeline/checkpoint-store.js';
 import type { SourceMetrics } from '../../daemon/metrics.js';
 import type { Logger } from '../../daemon/logger.js';
@@ -31,11 +32,8 @@ import { addHours, discoverRoots, hourFromMs, hourToMs, limiter, listRootObjects
 export { s3SourceConfigSchema, type S3SourceConfig } from './config.js';
 import { normalizedPrefix, s3SourceId, type S3SourceConfig } from './config.js';
 
-export interface S3SourceContext {
-  metrics: SourceMetrics;
-  log: Logger;
-  env: NodeJS.ProcessEnv;
-}
+/** What the source takes of the settings (source-descriptor.ts): it resolves no paths. */
+export type S3SourceContext = Pick<SourceContext, 'metrics' | 'log' | 'env'>;
 
 export interface S3SourceOptions {
   /** The clock (tests). */

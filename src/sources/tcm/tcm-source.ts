@@ -23,8 +23,8 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Source, SourceObject } from '../source.js';
+import type { SourceContext } from '../source-descriptor.js';
 import type { SourceCheckpoint, ObjectProgress } from '../../pipeline/checkpoint-store.js';
-import type { SourceMetrics } from '../../daemon/metrics.js';
 import type { Logger } from '../../daemon/logger.js';
 import { parseObjectKey } from '../../decoding/object-key.js';
 import { TcmClient, TcmHttpError, type TcmRetrySettings } from './tcm-client.js';
@@ -63,11 +63,7 @@ export const TCM_SITE_ACTIVITY_LOG_PATH = (tenantId: string, siteId: string): st
   `/api/v1/tenants/${encodeURIComponent(tenantId)}/sites/${encodeURIComponent(siteId)}/activitylog`;
 const SITES_PAGE_SIZE = 100;
 
-export interface TcmSourceContext {
-  baseDir: string;
-  metrics: SourceMetrics;
-  log: Logger;
-  env: NodeJS.ProcessEnv;
+export interface TcmSourceContext extends SourceContext {
   /** Tests: a faster retry policy. */
   retry?: TcmRetrySettings;
 }
