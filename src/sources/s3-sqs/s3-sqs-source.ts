@@ -40,7 +40,7 @@ import { createS3Client, isAccessError, isCredentialError, isKmsError, s3ErrorIn
 import { readS3Object, s3ObjectError, type S3ObjectReaderOptions } from '../s3-common/s3-object-reader.js';
 import { Backoff, BACKOFF_DEFAULTS } from '../../core/backoff.js';
 import { sleep } from '../../core/sleep.js';
-import { hourToMs } from '../s3-common/s3-partitions.js';
+import { hourToMs, normalizedPrefix } from '../s3-common/s3-partitions.js';
 import { normalizeEtag, parseNotification, type NotifiedObject } from './s3-notifications.js';
 
 export { s3SqsSourceConfigSchema, type S3SqsSourceConfig } from './config.js';
@@ -122,7 +122,7 @@ export class S3SqsSource implements Source {
     this.queueUrl = config.queueUrl;
     this.id = s3SqsSourceId(config);
     this.readConcurrency = config.concurrency;
-    this.prefix = config.prefix === '' || config.prefix.endsWith('/') ? config.prefix : `${config.prefix}/`;
+    this.prefix = normalizedPrefix(config.prefix);
     this.log = ctx.log.child({ source: this.id });
     this.metrics = ctx.metrics;
     this.now = options.now ?? Date.now;

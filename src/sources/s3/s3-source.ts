@@ -27,10 +27,10 @@ import type { SourceMetrics } from '../../daemon/metrics.js';
 import type { Logger } from '../../daemon/logger.js';
 import { createS3Client, SdkS3Lister, type S3Lister } from '../s3-common/s3-client.js';
 import { readS3Object, type S3ObjectReaderOptions } from '../s3-common/s3-object-reader.js';
-import { addHours, discoverRoots, hourFromMs, hourToMs, limiter, listRootObjects, parseTimeBound, type Hour, type PartitionObject, type PartitionRoot } from '../s3-common/s3-partitions.js';
+import { addHours, discoverRoots, normalizedPrefix, hourFromMs, hourToMs, limiter, listRootObjects, parseTimeBound, type Hour, type PartitionObject, type PartitionRoot } from '../s3-common/s3-partitions.js';
 
 export { s3SourceConfigSchema, type S3SourceConfig } from './config.js';
-import { normalizedPrefix, s3SourceId, type S3SourceConfig } from './config.js';
+import { s3SourceId, type S3SourceConfig } from './config.js';
 
 /** What the source takes of the settings (source-descriptor.ts): it resolves no paths. */
 export type S3SourceContext = Pick<SourceContext, 'metrics' | 'log' | 'env'>;
