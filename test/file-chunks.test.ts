@@ -1,5 +1,5 @@
 /**
- * The directory source's file reader (src/sources/file-chunks.ts): every byte once and in order,
+ * The directory source's file reader (src/sources/directory/file-chunks.ts): every byte once and in order,
  * reads sized to the file, a file that grew or shrank since it was listed, abort, a missing file.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync, appendFileSync, truncateSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { fileChunks } from '../dist/sources/file-chunks.js';
+import { fileChunks } from '../dist/sources/directory/file-chunks.js';
 
 let dir: string;
 beforeAll(() => {

@@ -15,7 +15,7 @@ import { startS3Server, putActivityTree, activityLines, s3Key, hoursBack, type S
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedLogRecord } from './support/otlp-receiver.js';
 import { killMidRun, runCli, startCli } from './support/cli-process.js';
 import { tempDir } from './support/activity-fixtures.js';
-import { S3Source, s3SourceConfigSchema, type S3SourceConfig } from '../src/sources/s3-source.js';
+import { S3Source, s3SourceConfigSchema, type S3SourceConfig } from '../src/sources/s3/s3-source.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
 import type { SourceObject } from '../src/sources/source.js';
 import { NO_SOURCE_METRICS, type SourceMetrics } from '../src/daemon/metrics.js';

@@ -22,9 +22,9 @@ import { startTcmServer, startTrapServer, type TcmServer, type TrapServer } from
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { runCli } from './support/cli-process.js';
 import { tempDir } from './support/activity-fixtures.js';
-import { TcmSource, tcmSourceConfigSchema } from '../src/sources/tcm-source.js';
-import { TcmClient, MAX_DOWNLOAD_REDIRECTS } from '../src/sources/tcm-client.js';
-import { DownloadPolicy, DownloadRefusedError, refusedAddress } from '../src/sources/download-guard.js';
+import { TcmSource, tcmSourceConfigSchema } from '../src/sources/tcm/tcm-source.js';
+import { TcmClient, MAX_DOWNLOAD_REDIRECTS } from '../src/sources/tcm/tcm-client.js';
+import { DownloadPolicy, DownloadRefusedError, refusedAddress } from '../src/sources/tcm/download-guard.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
 import type { SourceObject } from '../src/sources/source.js';
 import { silentLogger } from '../src/daemon/logger.js';

@@ -14,7 +14,7 @@ import { startTcmServer, type TcmServer, type TcmServerFile } from './support/tc
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedLogRecord } from './support/otlp-receiver.js';
 import { runCli } from './support/cli-process.js';
 import { tempDir } from './support/activity-fixtures.js';
-import { TcmSource, tcmSourceConfigSchema, MAX_WINDOW_MS } from '../src/sources/tcm-source.js';
+import { TcmSource, tcmSourceConfigSchema, MAX_WINDOW_MS } from '../src/sources/tcm/tcm-source.js';
 import { sourceConfigSchema } from '../src/sources/source-registry.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
 import { silentLogger } from '../src/daemon/logger.js';

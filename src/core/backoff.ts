@@ -24,6 +24,8 @@ export const BACKOFF_DEFAULTS = {
   delivery: { initialMs: 500, maxMs: 30_000, multiplier: 2, jitter: 'equal' },
   /** A source's poll or read that failed (listing, queue, checkpoint writes): 1 s doubling to 30 s. */
   source: { initialMs: 1_000, maxMs: 30_000, multiplier: 2, jitter: 'equal' },
+  /** An S3 object's body cut mid-way, resumed at the same byte: 0.5 s doubling (4 resumes without progress at most), no jitter. */
+  objectResume: { initialMs: 500, maxMs: 4_000, multiplier: 2, jitter: 'none' },
   /** A failed tenant started again: 5 s doubling to 5 min. */
   tenantRestart: { initialMs: 5_000, maxMs: 300_000, multiplier: 2, jitter: 'equal' },
 } as const satisfies Record<string, Required<BackoffPolicy>>;

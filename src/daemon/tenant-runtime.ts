@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import type { TenantConfig } from './config.js';
 import type { Catalog } from '../mapping/catalog.js';
 import { checkOverridesAgainstCatalog, loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
-import { createSource } from '../sources/source-registry.js';
+import { createSource, sourceId } from '../sources/source-registry.js';
 import type { Source } from '../sources/source.js';
 import { createDestination, type DestinationConfig } from '../export/destination-registry.js';
 import type { Destination } from '../export/destination.js';
@@ -21,7 +21,7 @@ import { DeadLetterStore } from '../pipeline/dead-letter-store.js';
 import { PipelineStats } from '../pipeline/pipeline-stats.js';
 import { CheckpointSaver, SourceRunner, type PipelineSettings, type TenantContext } from '../pipeline/source-runner.js';
 import type { Logger } from './logger.js';
-import { sourceMetrics, type DaemonMetrics } from './metrics.js';
+import type { DaemonMetrics } from './metrics.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
 
 export interface TenantRuntimeOptions {
@@ -72,16 +72,7 @@ export class TenantRuntime {
       }
       const seen = new Set<string>();
       for (const s of config.sources) {
-        // the metrics label is the source's id, known once it is built
-        const label = { id: s.type as string };
-        const source = createSource(s, {
-          baseDir: options.baseDir,
-          tenantId: config.id,
-          metrics: sourceMetrics(options.metrics, config.id, () => label.id),
-          log: this.log,
-          env: options.env ?? process.env,
-        });
-        label.id = source.id;
+        const source = createSource(s, { id: sourceId(s), tenantId: config.id, baseDir: options.baseDir, env: options.env ?? process.env, log: this.log, metrics: options.metrics });
         built.sources.push(source);
         if (seen.has(source.id)) throw new Error(`tenant ${config.id}: two sources share the id '${source.id}'; give one a name`);
         seen.add(source.id);

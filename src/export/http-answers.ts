@@ -19,11 +19,8 @@
  * token is 403 code 4; a wrong index is 400 code 7, a configuration problem, not bad data).
  */
 import type { SendOutcome } from './destination.js';
-
-export type AnswerClass = 'done' | 'retry' | 'hold' | 'reject-content';
-
-/** Splunk HEC body codes that blame the request's content (the others on a 400 are our configuration). */
-const HEC_CONTENT_CODES = new Set([5, 6, 12, 13, 15]);
+import { answerClass, parseRetryAfter } from '../core/http-answers.js';
+export { answerClass, parseRetryAfter, type AnswerClass } from '../core/http-answers.js';
 
 export interface HttpAnswer {
   status: number;
@@ -36,19 +33,6 @@ export interface HttpAnswer {
   location?: string | string[] | undefined;
   /** Splunk HEC's `code` in the answer's JSON body. */
   hecCode?: number;
-}
-
-/** The class of an HTTP status (and HEC code, when there is one). */
-export function answerClass(status: number, hecCode?: number): AnswerClass {
-  if (status >= 200 && status < 300) return 'done';
-  if (status === 408 || status === 429 || status >= 500) return 'retry';
-  if (status === 400 || status === 413 || status === 422) {
-    // HEC says which: a wrong index, a channel or acknowledgement problem is ours, not the data's
-    if (status === 400 && hecCode !== undefined && !HEC_CONTENT_CODES.has(hecCode)) return 'hold';
-    return 'reject-content';
-  }
-  if (status < 200) return 'retry';
-  return 'hold';
 }
 
 /** An HTTP answer → the send outcome the delivery loop and the pipeline act on. */
@@ -97,12 +81,4 @@ function redirectTarget(location: string | undefined): string {
 
 function first(v: string | string[] | null | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : (v ?? undefined);
-}
-
-/** `Retry-After` as seconds or an HTTP date → milliseconds from now. */
-export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
-  if (value == null || value === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(value.trim())) return Math.round(Number(value) * 1000);
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }

@@ -1,61 +1,46 @@
 /**
- * Source types by name: each with its zod schema and its constructor. The config loader builds
- * its `sources:` schema from this registry, so adding a type touches only this file and the
- * type's own modules.
+ * The source types: a list of descriptors (one per folder, see source-descriptor.ts). The
+ * config loader's `sources:` schema is built from it, and the daemon creates sources through
+ * it, so adding a type is a new folder and one line in SOURCE_TYPES.
  *
- * The AWS sources' modules load the AWS SDK (about a third of a second and several MB of heap),
- * so they are imported only when a configuration uses them: call loadSourceTypes() with the
- * configured sources before createSource().
+ * Some types import their implementation only when a configuration uses them (the AWS SDK's):
+ * call loadSourceTypes() with the configured sources before createSource().
  */
 import { z } from 'zod';
 import type { Source } from './source.js';
-import type { SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
-import { DirectorySource, directorySourceConfigSchema } from './directory-source.js';
-import { TcmSource, tcmSourceConfigSchema } from './tcm-source.js';
-import { s3SourceConfigSchema } from './s3-source-config.js';
-import { s3SqsSourceConfigSchema } from './s3-sqs-source-config.js';
-import type { S3Source } from './s3-source.js';
-import type { S3SqsSource } from './s3-sqs-source.js';
+import type { ComponentSettings } from '../core/component.js';
+import type { SourceDescriptor } from './source-descriptor.js';
+import { directorySource } from './directory/descriptor.js';
+import { tcmSource } from './tcm/descriptor.js';
+import { s3Source } from './s3/descriptor.js';
+import { s3SqsSource } from './s3-sqs/descriptor.js';
 
-export const sourceConfigSchema = z.discriminatedUnion('type', [directorySourceConfigSchema, tcmSourceConfigSchema, s3SourceConfigSchema, s3SqsSourceConfigSchema]);
+export const SOURCE_TYPES = [directorySource, tcmSource, s3Source, s3SqsSource] as const;
+
+/** The tuple of the descriptors' config schemas (what z.discriminatedUnion takes). */
+type ConfigSchemas<T extends readonly unknown[]> = { -readonly [K in keyof T]: T[K] extends { configSchema: infer S } ? S : never };
+
+export const sourceConfigSchema = z.discriminatedUnion('type', SOURCE_TYPES.map((d) => d.configSchema) as ConfigSchemas<typeof SOURCE_TYPES>);
 export type SourceConfig = z.infer<typeof sourceConfigSchema>;
 
-export interface SourceBuildContext {
-  /** Directory relative paths in the config are resolved against (the config file's). */
-  baseDir: string;
-  tenantId: string;
-  /** Source-specific metrics with tenant and source labels bound (see daemon/metrics.ts). */
-  metrics: SourceMetrics;
-  log: Logger;
-  env: NodeJS.ProcessEnv;
+const byType = new Map<string, SourceDescriptor>(SOURCE_TYPES.map((d) => [d.type, d as unknown as SourceDescriptor]));
+
+function descriptorOf(type: string): SourceDescriptor {
+  const d = byType.get(type);
+  if (!d) throw new Error(`unknown source type '${type}'`);
+  return d;
 }
 
-const loaded: { S3Source?: typeof S3Source; S3SqsSource?: typeof S3SqsSource } = {};
-
-/** Imports the modules of these sources' types (once); createSource() needs them. */
+/** Imports the modules of these sources' types (once each); createSource() needs them. */
 export async function loadSourceTypes(configs: Iterable<Pick<SourceConfig, 'type'>>): Promise<void> {
-  for (const c of configs) {
-    if (c.type === 's3' && !loaded.S3Source) loaded.S3Source = (await import('./s3-source.js')).S3Source;
-    if (c.type === 's3-sqs' && !loaded.S3SqsSource) loaded.S3SqsSource = (await import('./s3-sqs-source.js')).S3SqsSource;
-  }
+  for (const type of new Set([...configs].map((c) => c.type))) await descriptorOf(type).load?.();
 }
 
-function notLoaded(type: string): Error {
-  return new Error(`internal error: source type ${type} used before loadSourceTypes()`);
+/** A configured source's id within its tenant (its checkpoint key). */
+export function sourceId(config: SourceConfig): string {
+  return descriptorOf(config.type).id(config);
 }
 
-export function createSource(config: SourceConfig, ctx: SourceBuildContext): Source {
-  switch (config.type) {
-    case 'directory':
-      return new DirectorySource(config, ctx.baseDir, ctx.log);
-    case 'tcm':
-      return new TcmSource(config, ctx);
-    case 's3':
-      if (!loaded.S3Source) throw notLoaded(config.type);
-      return new loaded.S3Source(config, ctx);
-    case 's3-sqs':
-      if (!loaded.S3SqsSource) throw notLoaded(config.type);
-      return new loaded.S3SqsSource(config, ctx);
-  }
+export function createSource(config: SourceConfig, settings: ComponentSettings): Source {
+  return descriptorOf(config.type).create(config, settings);
 }

@@ -1,7 +1,7 @@
 /** The `s3-sqs` source's configuration (apart from the source, so that a configuration loads without the AWS SDK). */
 import { z } from 'zod';
-import { durationSchema } from '../util/duration.js';
-import { awsCredentialsShape, checkAwsCredentials } from './aws-credentials-config.js';
+import { durationSchema } from '../../util/duration.js';
+import { awsCredentialsShape, checkAwsCredentials } from '../s3-common/aws-credentials-config.js';
 
 const bucketName = z.string().min(3).max(63).regex(/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/, 'not a valid S3 bucket name');
 
@@ -38,3 +38,8 @@ export const s3SqsSourceConfigSchema = z
     if (c.waitTime < 1_000 || c.waitTime > 20_000) ctx.addIssue({ code: 'custom', path: ['waitTime'], message: 'between 1s and 20s (the longest SQS long poll)' });
   });
 export type S3SqsSourceConfig = z.infer<typeof s3SqsSourceConfigSchema>;
+
+/** The source's id (its checkpoint key): `name`, else `s3-sqs:<queueUrl>`. */
+export function s3SqsSourceId(config: Pick<S3SqsSourceConfig, 'name' | 'queueUrl'>): string {
+  return config.name ?? `s3-sqs:${config.queueUrl}`;
+}

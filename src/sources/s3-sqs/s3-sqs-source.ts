@@ -30,27 +30,27 @@ import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SQSClient, ReceiveMessageCommand, DeleteMessageCommand, ChangeMessageVisibilityCommand, GetQueueAttributesCommand, type Message } from '@aws-sdk/client-sqs';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import type { Source, SourceObject } from './source.js';
-import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
-import type { SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
-import { parseObjectKey } from '../decoding/object-key.js';
-import { createS3Client, isAccessError, isCredentialError, isKmsError, s3ErrorInfo, S3_REQUEST_SETTINGS, type S3ErrorInfo } from './s3-client.js';
-import { readS3Object, s3ObjectError, sleep, type S3ObjectReaderOptions } from './s3-object-reader.js';
-import { hourToMs } from './s3-partitions.js';
+import type { Source, SourceObject } from '../source.js';
+import type { SourceContext } from '../source-descriptor.js';
+import type { SourceCheckpoint } from '../../pipeline/checkpoint-store.js';
+import type { SourceMetrics } from '../../daemon/metrics.js';
+import type { Logger } from '../../daemon/logger.js';
+import { parseObjectKey } from '../../decoding/object-key.js';
+import { createS3Client, isAccessError, isCredentialError, isKmsError, s3ErrorInfo, S3_REQUEST_SETTINGS, type S3ErrorInfo } from '../s3-common/s3-client.js';
+import { readS3Object, s3ObjectError, type S3ObjectReaderOptions } from '../s3-common/s3-object-reader.js';
+import { Backoff, BACKOFF_DEFAULTS } from '../../core/backoff.js';
+import { sleep } from '../../core/sleep.js';
+import { hourToMs, normalizedPrefix } from '../s3-common/s3-partitions.js';
 import { normalizeEtag, parseNotification, type NotifiedObject } from './s3-notifications.js';
 
-export { s3SqsSourceConfigSchema, type S3SqsSourceConfig } from './s3-sqs-source-config.js';
-import type { S3SqsSourceConfig } from './s3-sqs-source-config.js';
+export { s3SqsSourceConfigSchema, type S3SqsSourceConfig } from './config.js';
+import { s3SqsSourceId, type S3SqsSourceConfig } from './config.js';
 
-export interface S3SqsSourceContext {
-  metrics: SourceMetrics;
-  log: Logger;
-  env: NodeJS.ProcessEnv;
-}
+/** What the source takes of the settings (source-descriptor.ts): it resolves no paths. */
+export type S3SqsSourceContext = Pick<SourceContext, 'metrics' | 'log' | 'env'>;
 
 export interface S3SqsSourceOptions {
-  /** Pause before resuming an interrupted body (default 500 ms, doubling). */
+  /** First pause before resuming an interrupted body (default: BACKOFF_DEFAULTS.objectResume, 500 ms doubling). */
   resumeDelayMs?: number;
   now?: () => number;
 }
@@ -110,16 +110,19 @@ export class S3SqsSource implements Source {
   private queueChecked = false;
   /** The last pending() found nothing: the next one long-polls. */
   private idle = false;
-  private failures = 0;
-  private abandonStreak = 0;
+  /** Failed polls in a row: the wait before the next poll grows (BACKOFF_DEFAULTS.source). */
+  private readonly pollBackoff = new Backoff(BACKOFF_DEFAULTS.source);
+  private pollDelayMs = 0;
+  /** Polls in a row that found a read failed (messages abandoned): the pause before taking more work grows. */
+  private readonly abandonBackoff = new Backoff(BACKOFF_DEFAULTS.source);
   private newestOpened = 0;
   private closed = false;
 
   constructor(private readonly config: S3SqsSourceConfig, ctx: S3SqsSourceContext, options: S3SqsSourceOptions = {}) {
     this.queueUrl = config.queueUrl;
-    this.id = config.name ?? `s3-sqs:${config.queueUrl}`;
+    this.id = s3SqsSourceId(config);
     this.readConcurrency = config.concurrency;
-    this.prefix = config.prefix === '' || config.prefix.endsWith('/') ? config.prefix : `${config.prefix}/`;
+    this.prefix = normalizedPrefix(config.prefix);
     this.log = ctx.log.child({ source: this.id });
     this.metrics = ctx.metrics;
     this.now = options.now ?? Date.now;
@@ -132,7 +135,7 @@ export class S3SqsSource implements Source {
       secrets: this.secrets,
       metrics: this.metrics,
       log: this.log,
-      resumeDelayMs: options.resumeDelayMs ?? 500,
+      ...(options.resumeDelayMs !== undefined ? { resumeDelayMs: options.resumeDelayMs } : {}),
       skipped: {
         deleted: 'object deleted since its notification: skipped',
         replaced: 'object replaced since its notification: skipped (its new version has a notification of its own)',
@@ -159,21 +162,22 @@ export class S3SqsSource implements Source {
 
   /** 0 (the receive itself waits); after failed polls a backoff, so an unreachable queue is not hammered. */
   get pollIntervalMs(): number {
-    return this.failures === 0 ? 0 : Math.min(30_000, 1_000 * 2 ** (this.failures - 1));
+    return this.pollDelayMs;
   }
 
   async pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]> {
     this.checkpoint = checkpoint;
     try {
       const out = await this.poll(checkpoint, signal);
-      this.failures = 0;
+      this.pollBackoff.reset();
+      this.pollDelayMs = 0;
       this.hasMore = out.length > 0;
       this.idle = out.length === 0;
       return out;
     } catch (err) {
       this.hasMore = false;
       if (signal.aborted) return [];
-      this.failures++;
+      this.pollDelayMs = this.pollBackoff.next();
       throw err;
     }
   }
@@ -183,8 +187,8 @@ export class S3SqsSource implements Source {
     const abandoned = this.settleHeld(checkpoint);
     this.prune(checkpoint);
     // a read failed: pause before taking more work (growing while it keeps failing)
-    if (abandoned > 0) await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(this.abandonStreak++, 5)), signal);
-    else this.abandonStreak = 0;
+    if (abandoned > 0) await sleep(this.abandonBackoff.next(), signal);
+    else this.abandonBackoff.reset();
     this.startHeartbeat();
 
     const out: SourceObject[] = [];

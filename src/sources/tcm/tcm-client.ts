@@ -8,8 +8,10 @@
  *   is then sent once more with the new session).
  * - Every request of a source (sign-in, listings, URL requests, downloads) first takes a token
  *   from one token bucket (burst of one: at most `maxRequestsPerSecond` requests in any second).
- * - 408, 429, 5xx and network errors are retried with exponential backoff and full jitter,
- *   honouring `Retry-After`; other statuses are errors for the caller (a listing's 400 tells the
+ * - Statuses are classified by the daemon's one table (core/http-answers.ts): what it calls
+ *   `retry` (408, 429, 5xx) and network errors are retried with the delivery backoff
+ *   (core/backoff.ts: 0.5 s doubling to 30 s, equal jitter), honouring `Retry-After`, up to
+ *   `maxAttempts`; every other status is an error for the caller (a listing's 400 tells the
  *   source to shorten its window; a download's 4xx tells it to ask for a fresh URL).
  * - Sign-in and API calls never follow a redirect: the PAT and the session token go to the
  *   configured `url` only. A 3xx is an outage (retried like a 5xx, then an error naming the
@@ -25,9 +27,11 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
-import { backoffDelay, sleep, type RetryPolicy } from '../export/delivery.js';
+import type { SourceMetrics } from '../../daemon/metrics.js';
+import type { Logger } from '../../daemon/logger.js';
+import { Backoff, BACKOFF_DEFAULTS, type BackoffPolicy } from '../../core/backoff.js';
+import { answerClass, parseRetryAfter } from '../../core/http-answers.js';
+import { sleep } from '../../core/sleep.js';
 import { DownloadPolicy, DownloadRefusedError, originOf } from './download-guard.js';
 
 export type TcmOperation = 'login' | 'list' | 'urls' | 'download' | 'sites';
@@ -74,12 +78,17 @@ export class TokenBucket {
   }
 }
 
-export interface TcmRetrySettings extends RetryPolicy {
+/** Retries of one request: the delivery backoff (core/backoff.ts) between these bounds. */
+export interface TcmRetrySettings {
+  /** The first wait. */
+  initialDelayMs: number;
+  /** The longest wait (`Retry-After` may ask for more, up to 5 minutes). */
+  maxDelayMs: number;
   /** Attempts per request for retryable failures (429, 5xx, network). */
   maxAttempts: number;
 }
 
-export const DEFAULT_TCM_RETRY: TcmRetrySettings = { initialDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: Infinity, maxAttempts: 8 };
+export const DEFAULT_TCM_RETRY: TcmRetrySettings = { initialDelayMs: BACKOFF_DEFAULTS.delivery.initialMs, maxDelayMs: BACKOFF_DEFAULTS.delivery.maxMs, maxAttempts: 8 };
 
 export interface TcmClientOptions {
   /** Base URL of Tableau Cloud Manager, e.g. https://cloudmanager.tableau.com */
@@ -118,6 +127,7 @@ export class TcmClient {
   readonly bucket: TokenBucket;
   private readonly baseUrl: string;
   private readonly retry: TcmRetrySettings;
+  private readonly backoffPolicy: BackoffPolicy;
   private readonly timeoutMs: number;
   private readonly maxResponseBytes: number;
   readonly downloads: DownloadPolicy;
@@ -134,6 +144,7 @@ export class TcmClient {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.bucket = new TokenBucket(options.maxRequestsPerSecond);
     this.retry = options.retry ?? DEFAULT_TCM_RETRY;
+    this.backoffPolicy = { ...BACKOFF_DEFAULTS.delivery, initialMs: this.retry.initialDelayMs, maxMs: this.retry.maxDelayMs };
     this.timeoutMs = options.requestTimeoutMs ?? 60_000;
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_TCM_MAX_RESPONSE_BYTES;
     this.downloads = new DownloadPolicy(this.baseUrl, options.downloadHosts ?? []);
@@ -170,7 +181,9 @@ export class TcmClient {
     } catch {
       throw new DownloadRefusedError(`download URL of ${what} refused: not a URL`);
     }
-    for (let attempt = 1; ; attempt++) {
+    const backoff = new Backoff(this.backoffPolicy);
+    for (;;) {
+      const attempt = backoff.attempts + 1;
       let target = first;
       let res: http.IncomingMessage | undefined;
       let failure = '';
@@ -207,10 +220,11 @@ export class TcmClient {
       if (res && timed) {
         timed.clearTimer(); // the body may take longer than the header timeout
         const status = res.statusCode ?? 0;
-        if (status >= 200 && status < 300) return streamBody(res, timed.done);
+        const cls = answerClass(status);
+        if (cls === 'done') return streamBody(res, timed.done);
         timed.done();
         res.destroy();
-        if (!isRetryableStatus(status)) {
+        if (cls !== 'retry') {
           throw new TcmHttpError('download', status, `download of ${what}: HTTP ${status} from the storage host ${target.host}`);
         }
         failure = `HTTP ${status}`;
@@ -219,9 +233,7 @@ export class TcmClient {
       if (attempt >= this.retry.maxAttempts) {
         throw new TcmHttpError('download', res?.statusCode, `download of ${what} failed after ${attempt} attempts: ${failure}`);
       }
-      const delay = Math.max(retryAfter ?? 0, backoffDelay(this.retry, attempt));
-      this.options.log.warn({ operation: 'download', object: what, reason: failure, attempt, delayMs: delay }, 'tcm request failed; retrying');
-      if (await sleep(delay, signal)) throw abortError(signal);
+      await this.waitToRetry(backoff, retryAfter, { operation: 'download', object: what, reason: failure }, signal);
     }
   }
 
@@ -249,7 +261,9 @@ export class TcmClient {
     const url = this.baseUrl + pathAndQuery;
     const label = `${method} ${pathAndQuery.split('?')[0]}`;
     let reloggedIn = false;
-    for (let attempt = 1; ; attempt++) {
+    const backoff = new Backoff(this.backoffPolicy);
+    for (;;) {
+      const attempt = backoff.attempts + 1;
       const session = await this.ensureSession(signal);
       await this.bucket.take(signal);
       this.options.metrics.request(operation);
@@ -261,25 +275,22 @@ export class TcmClient {
       if (result.kind === 'response' && result.status === 401 && !reloggedIn) {
         // The session expired early or was revoked: sign in again and send this call once more.
         reloggedIn = true;
-        attempt--;
         this.dropSession(session);
         this.options.log.info({ operation }, 'tcm session rejected (401); signing in again');
         continue;
       }
-      if (result.kind === 'response' && result.status >= 200 && result.status < 300) {
+      if (result.kind === 'response' && answerClass(result.status) === 'done') {
         return parseJson(operation, label, result.text);
       }
       if (result.kind === 'too-large') throw this.tooLarge(operation, label, result.status);
       const failure = failureOf(result);
-      const retryable = result.kind !== 'response' || isRetryableStatus(result.status);
+      const retryable = result.kind !== 'response' || answerClass(result.status) === 'retry';
       if (!retryable || attempt >= this.retry.maxAttempts) {
         const excerpt = result.kind === 'response' ? this.excerpt(result.text) : '';
         const status = result.kind === 'network' ? undefined : result.status;
         throw new TcmHttpError(operation, status, `tcm ${operation} ${label}: ${failure}${retryable ? ` after ${attempt} attempts` : ''}${excerpt ? `: ${excerpt}` : ''}`);
       }
-      const delay = Math.max(result.kind === 'response' ? (result.retryAfterMs ?? 0) : 0, backoffDelay(this.retry, attempt));
-      this.options.log.warn({ operation, request: label, reason: failure, attempt, delayMs: delay }, 'tcm request failed; retrying');
-      if (await sleep(delay, signal)) throw abortError(signal);
+      await this.waitToRetry(backoff, result.kind === 'response' ? result.retryAfterMs : undefined, { operation, request: label, reason: failure }, signal);
     }
   }
 
@@ -305,12 +316,14 @@ export class TcmClient {
     const pat = await this.options.readPat();
     this.secrets.add(pat);
     const url = this.baseUrl + TCM_LOGIN_PATH;
-    for (let attempt = 1; ; attempt++) {
+    const backoff = new Backoff(this.backoffPolicy);
+    for (;;) {
+      const attempt = backoff.attempts + 1;
       await this.bucket.take(signal);
       this.options.metrics.request('login');
       const startedAt = performance.now();
       const result = await this.send(url, { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify({ token: pat }) }, signal);
-      if (result.kind === 'response' && result.status >= 200 && result.status < 300) {
+      if (result.kind === 'response' && answerClass(result.status) === 'done') {
         const parsed = parseJson('login', `POST ${TCM_LOGIN_PATH}`, result.text) as Record<string, unknown> | null;
         const token = parsed && typeof parsed === 'object' ? parsed.sessionToken : undefined;
         if (typeof token !== 'string' || token === '') {
@@ -334,14 +347,19 @@ export class TcmClient {
       }
       if (result.kind === 'too-large') throw this.tooLarge('login', `POST ${TCM_LOGIN_PATH}`, result.status);
       const failure = failureOf(result);
-      const retryable = result.kind !== 'response' || isRetryableStatus(result.status);
+      const retryable = result.kind !== 'response' || answerClass(result.status) === 'retry';
       if (!retryable || attempt >= this.retry.maxAttempts) {
         throw new TcmHttpError('login', result.kind === 'network' ? undefined : result.status, `tcm sign-in failed: ${failure}${retryable ? ` after ${attempt} attempts` : ''}`);
       }
-      const delay = Math.max(result.kind === 'response' ? (result.retryAfterMs ?? 0) : 0, backoffDelay(this.retry, attempt));
-      this.options.log.warn({ operation: 'login', reason: failure, attempt, delayMs: delay }, 'tcm request failed; retrying');
-      if (await sleep(delay, signal)) throw abortError(signal);
+      await this.waitToRetry(backoff, result.kind === 'response' ? result.retryAfterMs : undefined, { operation: 'login', reason: failure }, signal);
     }
+  }
+
+  /** The wait before the next attempt of a request: its backoff's next delay, or longer if `Retry-After` asks for it. */
+  private async waitToRetry(backoff: Backoff, retryAfterMs: number | undefined, fields: Record<string, unknown>, signal: AbortSignal): Promise<void> {
+    const delay = Math.max(retryAfterMs ?? 0, backoff.next());
+    this.options.log.warn({ ...fields, attempt: backoff.attempts, delayMs: delay }, 'tcm request failed; retrying');
+    if (await sleep(delay, signal)) throw abortError(signal);
   }
 
   /**
@@ -356,7 +374,7 @@ export class TcmClient {
         await res.body?.cancel().catch(() => undefined);
         return { kind: 'redirect', status: res.status, target: redirectTarget(res.headers.get('location'), url) };
       }
-      const ok = res.status >= 200 && res.status < 300;
+      const ok = answerClass(res.status) === 'done';
       if (ok && Number(res.headers.get('content-length') ?? 0) > this.maxResponseBytes) {
         await res.body?.cancel().catch(() => undefined);
         return { kind: 'too-large', status: res.status };
@@ -432,18 +450,10 @@ function headerValue(v: string | string[] | undefined): string | null {
   return Array.isArray(v) ? (v[0] ?? null) : (v ?? null);
 }
 
-function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
-}
-
-/** `Retry-After` in seconds or as an HTTP date; capped. */
+/** `Retry-After` in seconds or as an HTTP date (core/http-answers.ts), capped at 5 minutes. */
 export function retryAfterMs(value: string | null): number | undefined {
-  if (!value) return undefined;
-  const v = value.trim();
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.min(MAX_RETRY_AFTER_MS, Math.round(Number(v) * 1000));
-  const t = Date.parse(v);
-  if (Number.isNaN(t)) return undefined;
-  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, t - Date.now()));
+  const ms = parseRetryAfter(value?.trim());
+  return ms === undefined ? undefined : Math.min(MAX_RETRY_AFTER_MS, ms);
 }
 
 /** When to sign in again: a little before `sessionExpiration` (a tenth of its lifetime, at most a minute). */

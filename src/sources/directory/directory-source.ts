@@ -22,43 +22,17 @@
  * everything before it is done. Files without an hour partition are remembered individually,
  * and forgotten `lookbackHours` after they disappeared.
  */
-import { z } from 'zod';
 import { resolve } from 'node:path';
-import type { Source, SourceObject } from './source.js';
-import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../pipeline/checkpoint-store.js';
-import type { Logger } from '../daemon/logger.js';
-import { parseObjectKey } from '../decoding/object-key.js';
-import { durationSchema } from '../util/duration.js';
+import type { Source, SourceObject } from '../source.js';
+import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../../pipeline/checkpoint-store.js';
+import type { Logger } from '../../daemon/logger.js';
+import { parseObjectKey } from '../../decoding/object-key.js';
 import { fileChunks } from './file-chunks.js';
 import { listFiles, type ListedFile } from './directory-listing.js';
 import { fileUidIdentity, readFileHead, type FileHead } from './file-identity.js';
+import { directorySourceId, type DirectorySourceConfig } from './config.js';
 
-export const directorySourceConfigSchema = z
-  .object({
-    type: z.literal('directory'),
-    /** Checkpoint key; defaults to `directory:<path>`. */
-    name: z.string().min(1).optional(),
-    path: z.string().min(1),
-    pollInterval: durationSchema.default(10_000),
-    /** How far behind the newest hour partition a late file is still picked up. */
-    lookbackHours: z.number().int().positive().default(48),
-    /** File name endings that are read (case-insensitive); an empty list reads every file. */
-    extensions: z.array(z.string()).default(['.txt', '.json', '.ndjson', '.jsonl', '.log', '.gz']),
-    /**
-     * Files opened ahead of the one being read (their first bytes prefetched). Objects are still
-     * processed in order; this hides the open/read latency of many small files.
-     */
-    concurrency: z.number().int().min(1).max(64).default(4),
-    /**
-     * A last line without a newline is read (as a complete record) once its file has not changed
-     * for this long and a newer file exists in its folder (it was rotated away). 0: at once
-     * (folders of finished files). Long by default: a process that sits idle with half a line
-     * written while another file of its folder changes must not have that half read as a record.
-     */
-    finishAfter: durationSchema.default(3_600_000),
-  })
-  .strict();
-export type DirectorySourceConfig = z.infer<typeof directorySourceConfigSchema>;
+export { directorySourceConfigSchema, type DirectorySourceConfig } from './config.js';
 
 const WATERMARK = 'watermark';
 
@@ -78,7 +52,7 @@ export class DirectorySource implements Source {
 
   constructor(private readonly config: DirectorySourceConfig, baseDir: string = process.cwd(), log?: Logger) {
     this.root = resolve(baseDir, config.path);
-    this.id = config.name ?? `directory:${config.path}`;
+    this.id = directorySourceId(config);
     this.pollIntervalMs = config.pollInterval;
     this.readConcurrency = config.concurrency;
     this.log = log?.child({ source: this.id });

@@ -20,19 +20,19 @@
  *   listed in parts; a later poll always lists at least this far, so pruning never forgets a
  *   file that was read but lies beyond a shorter listing.
  */
-import { z } from 'zod';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import type { Source, SourceObject } from './source.js';
-import type { SourceCheckpoint, ObjectProgress } from '../pipeline/checkpoint-store.js';
-import type { SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
-import { durationSchema } from '../util/duration.js';
-import { parseObjectKey } from '../decoding/object-key.js';
-import { DEFAULT_TCM_MAX_RESPONSE_BYTES, TcmClient, TcmHttpError, type TcmRetrySettings } from './tcm-client.js';
-import { DOWNLOAD_HOST_PATTERN, DownloadRefusedError } from './download-guard.js';
+import type { Source, SourceObject } from '../source.js';
+import type { SourceContext } from '../source-descriptor.js';
+import type { SourceCheckpoint, ObjectProgress } from '../../pipeline/checkpoint-store.js';
+import type { Logger } from '../../daemon/logger.js';
+import { parseObjectKey } from '../../decoding/object-key.js';
+import { TcmClient, TcmHttpError, type TcmRetrySettings } from './tcm-client.js';
+import { DownloadRefusedError } from './download-guard.js';
+import { tcmSourceId, type TcmSourceConfig } from './config.js';
 
-export const DEFAULT_TCM_URL = 'https://cloudmanager.tableau.com';
+export { DEFAULT_TCM_URL, tcmSourceConfigSchema, type TcmSourceConfig } from './config.js';
+
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 /** The API refuses listing windows longer than this. */
@@ -63,71 +63,7 @@ export const TCM_SITE_ACTIVITY_LOG_PATH = (tenantId: string, siteId: string): st
   `/api/v1/tenants/${encodeURIComponent(tenantId)}/sites/${encodeURIComponent(siteId)}/activitylog`;
 const SITES_PAGE_SIZE = 100;
 
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2}))?$/i;
-
-/** An ISO 8601 time with a zone (or a date, taken as UTC midnight); parsed to epoch milliseconds. */
-const isoTimeSchema = z.union([z.string(), z.date()]).transform((v, ctx) => {
-  const t = v instanceof Date ? v.getTime() : ISO_TIME.test(v.trim()) ? Date.parse(v.trim()) : NaN;
-  if (!Number.isFinite(t)) {
-    ctx.addIssue({ code: 'custom', message: `not an ISO 8601 time with a zone: ${JSON.stringify(v)} (e.g. 2026-01-31T00:00:00Z)` });
-    return z.NEVER;
-  }
-  return t;
-});
-
-export const tcmSourceConfigSchema = z
-  .object({
-    type: z.literal('tcm'),
-    /** Checkpoint key; defaults to `tcm:<tenantId>:<scope>`. */
-    name: z.string().min(1).optional(),
-    url: z.string().regex(/^https?:\/\/[^\s/]+/i, 'an http(s) URL').default(DEFAULT_TCM_URL),
-    tenantId: z.string().min(1),
-    /** Name of the environment variable holding the TCM PAT secret. */
-    patEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name').optional(),
-    /** File holding the TCM PAT secret (relative to the config file). */
-    patFile: z.string().min(1).optional(),
-    scope: z.enum(['tenant', 'sites', 'both']).default('tenant'),
-    /** Site ids to read (default: every site the tenant lists). */
-    sites: z.array(z.string().min(1)).min(1).optional(),
-    /** Event types to list (one listing per type); default: all. */
-    eventTypes: z.array(z.string().min(1)).min(1).optional(),
-    /** First start: list files available since then (default 24 hours before the first start). */
-    since: isoTimeSchema.optional(),
-    /** Stop listing at this availability time. */
-    until: isoTimeSchema.optional(),
-    pollInterval: durationSchema.default(5 * 60_000),
-    maxRequestsPerSecond: z.number().positive().max(1000).default(5),
-    /** How late the API may list a file after its availability time: each poll re-lists this much before the position. */
-    overlap: durationSchema.default(15 * 60_000),
-    /** Listing stops after the window in which this many files were listed (a backlog is read in parts). */
-    maxFilesPerPoll: z.number().int().positive().default(10_000),
-    /**
-     * Download hosts trusted although they resolve to non-public addresses (loopback, private,
-     * link-local…), e.g. an S3 VPC endpoint: `host`, `host:port` or `*.suffix`. Default none.
-     */
-    downloadHosts: z.array(z.string().regex(DOWNLOAD_HOST_PATTERN, 'a host, host:port or *.suffix')).default([]),
-    /** Largest TCM API response read (listings, URL batches, sign-in), in bytes. */
-    maxResponseBytes: z.number().int().min(1024).default(DEFAULT_TCM_MAX_RESPONSE_BYTES),
-  })
-  .strict()
-  .superRefine((c, ctx) => {
-    if ((c.patEnv === undefined) === (c.patFile === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['patEnv'], message: 'give exactly one of patEnv (environment variable name) or patFile (file path) for the TCM personal access token' });
-    }
-    if (c.sites && c.scope === 'tenant') {
-      ctx.addIssue({ code: 'custom', path: ['sites'], message: "sites applies to scope 'sites' or 'both'" });
-    }
-    if (c.since !== undefined && c.until !== undefined && c.until <= c.since) {
-      ctx.addIssue({ code: 'custom', path: ['until'], message: 'until must be after since' });
-    }
-  });
-export type TcmSourceConfig = z.infer<typeof tcmSourceConfigSchema>;
-
-export interface TcmSourceContext {
-  baseDir: string;
-  metrics: SourceMetrics;
-  log: Logger;
-  env: NodeJS.ProcessEnv;
+export interface TcmSourceContext extends SourceContext {
   /** Tests: a faster retry policy. */
   retry?: TcmRetrySettings;
 }
@@ -168,7 +104,7 @@ export class TcmSource implements Source {
     private readonly config: TcmSourceConfig,
     private readonly ctx: TcmSourceContext,
   ) {
-    this.id = config.name ?? `tcm:${config.tenantId}:${config.scope}`;
+    this.id = tcmSourceId(config);
     this.log = ctx.log.child({ source: this.id });
     const host = /^https?:\/\/([^/:?#]+)/i.exec(config.url)?.[1] ?? '';
     if (/^http:/i.test(config.url) && !/^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/i.test(host)) {

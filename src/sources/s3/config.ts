@@ -1,8 +1,8 @@
 /** The `s3` source's configuration (apart from the source, so that a configuration loads without the AWS SDK). */
 import { z } from 'zod';
-import { durationSchema } from '../util/duration.js';
-import { awsCredentialsShape, checkAwsCredentials } from './aws-credentials-config.js';
-import { parseTimeBound } from './s3-partitions.js';
+import { durationSchema } from '../../util/duration.js';
+import { awsCredentialsShape, checkAwsCredentials } from '../s3-common/aws-credentials-config.js';
+import { normalizedPrefix, parseTimeBound } from '../s3-common/s3-partitions.js';
 
 const timeBound = z.string().refine((v) => parseTimeBound(v, Date.now()) !== undefined, {
   message: 'expected YYYY-MM-DD, YYYY-MM-DDTHH, an ISO 8601 time, or a duration back from now such as 36h or 14d',
@@ -40,3 +40,8 @@ export const s3SourceConfigSchema = z
     }
   });
 export type S3SourceConfig = z.infer<typeof s3SourceConfigSchema>;
+
+/** The source's id (its checkpoint key): `name`, else `s3://<bucket>/<prefix>`. */
+export function s3SourceId(config: Pick<S3SourceConfig, 'name' | 'bucket' | 'prefix'>): string {
+  return config.name ?? `s3://${config.bucket}/${normalizedPrefix(config.prefix)}`;
+}

@@ -14,8 +14,10 @@
  */
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import type { SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
+import type { SourceMetrics } from '../../daemon/metrics.js';
+import type { Logger } from '../../daemon/logger.js';
+import { Backoff, BACKOFF_DEFAULTS } from '../../core/backoff.js';
+import { sleep } from '../../core/sleep.js';
 import { isAccessError, isCredentialError, isKmsError, kmsKeyIn, s3ErrorInfo, type S3ErrorInfo } from './s3-client.js';
 
 /** A GetObject failure that retrying will not fix (access denied, KMS): the pipeline dead-letters the object's rest at once. */
@@ -42,8 +44,8 @@ export interface S3ObjectReaderOptions {
   secrets: string[];
   metrics: SourceMetrics;
   log: Logger;
-  /** Pause before resuming an interrupted body (doubles on each failure without progress). */
-  resumeDelayMs: number;
+  /** First pause before resuming an interrupted body (tests); BACKOFF_DEFAULTS.objectResume's otherwise (doubling on each failure without progress). */
+  resumeDelayMs?: number;
   /** Warnings when an object is skipped: how it was found decides what happens to its new version. */
   skipped?: { deleted: string; replaced: string };
 }
@@ -60,7 +62,7 @@ export async function* readS3Object(opts: S3ObjectReaderOptions, o: S3ObjectRef,
   const words = opts.skipped ?? LISTING_WORDS;
   const where = `s3://${o.bucket}/${o.key}`;
   let offset = 0;
-  let failures = 0;
+  const resumes = new Backoff(opts.resumeDelayMs === undefined ? BACKOFF_DEFAULTS.objectResume : { ...BACKOFF_DEFAULTS.objectResume, initialMs: opts.resumeDelayMs });
   for (;;) {
     let body: Readable;
     try {
@@ -100,18 +102,17 @@ export async function* readS3Object(opts: S3ObjectReaderOptions, o: S3ObjectRef,
     try {
       for await (const chunk of body) {
         offset += (chunk as Buffer).length;
-        failures = 0;
+        resumes.reset();
         yield chunk as Buffer;
       }
       if (o.size === undefined || offset >= o.size) return;
       throw new Error(`body ended after ${offset} of ${o.size} bytes`);
     } catch (err) {
       if (signal.aborted) throw err;
-      failures++;
       const info = s3ErrorInfo(err, opts.secrets);
-      if (failures > MAX_RESUMES_WITHOUT_PROGRESS) throw new Error(`reading ${where} failed at byte ${offset}: ${info.code}: ${info.message}`);
+      if (resumes.attempts >= MAX_RESUMES_WITHOUT_PROGRESS) throw new Error(`reading ${where} failed at byte ${offset}: ${info.code}: ${info.message}`);
       opts.log.warn({ object: o.key, byte: offset, err: `${info.code}: ${info.message}` }, 'object stream interrupted; resuming at the same byte');
-      await sleep(opts.resumeDelayMs * 2 ** (failures - 1), signal);
+      if (await sleep(resumes.next(), signal)) throw abortError(signal);
     } finally {
       body.destroy();
     }
@@ -141,15 +142,7 @@ export function s3ObjectError(bucket: string, key: string, info: S3ErrorInfo): E
   return Object.assign(new Error(`reading ${where} failed: ${info.code}${info.status ? ` (HTTP ${info.status})` : ''}: ${info.message}`), { s3Code: info.code });
 }
 
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
+function abortError(signal: AbortSignal): Error {
+  const reason = signal.reason as unknown;
+  return reason instanceof Error ? reason : Object.assign(new Error('aborted'), { name: 'AbortError' });
 }

@@ -20,33 +20,31 @@
  * byte where it stopped, still pinned to the same ETag.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { Source, SourceObject } from './source.js';
-import type { SourceCheckpoint } from '../pipeline/checkpoint-store.js';
-import type { SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
-import { createS3Client, SdkS3Lister, type S3Lister } from './s3-client.js';
-import { readS3Object, type S3ObjectReaderOptions } from './s3-object-reader.js';
-import { addHours, discoverRoots, hourFromMs, hourToMs, limiter, listRootObjects, parseTimeBound, type Hour, type PartitionObject, type PartitionRoot } from './s3-partitions.js';
+import type { Source, SourceObject } from '../source.js';
+import type { SourceContext } from '../source-descriptor.js';
+import type { SourceCheckpoint } from '../../pipeline/checkpoint-store.js';
+import type { SourceMetrics } from '../../daemon/metrics.js';
+import type { Logger } from '../../daemon/logger.js';
+import { createS3Client, SdkS3Lister, type S3Lister } from '../s3-common/s3-client.js';
+import { readS3Object, type S3ObjectReaderOptions } from '../s3-common/s3-object-reader.js';
+import { addHours, discoverRoots, normalizedPrefix, hourFromMs, hourToMs, limiter, listRootObjects, parseTimeBound, type Hour, type PartitionObject, type PartitionRoot } from '../s3-common/s3-partitions.js';
 
-export { s3SourceConfigSchema, type S3SourceConfig } from './s3-source-config.js';
-import type { S3SourceConfig } from './s3-source-config.js';
+export { s3SourceConfigSchema, type S3SourceConfig } from './config.js';
+import { s3SourceId, type S3SourceConfig } from './config.js';
 
-export interface S3SourceContext {
-  metrics: SourceMetrics;
-  log: Logger;
-  env: NodeJS.ProcessEnv;
-}
+/** What the source takes of the settings (source-descriptor.ts): it resolves no paths. */
+export type S3SourceContext = Pick<SourceContext, 'metrics' | 'log' | 'env'>;
 
 export interface S3SourceOptions {
   /** The clock (tests). */
   now?: () => number;
   /** Parallel list calls per poll (default 8). */
   listConcurrency?: number;
-  /** Pause before resuming an interrupted body (default 500 ms, doubling). */
+  /** First pause before resuming an interrupted body (default: BACKOFF_DEFAULTS.objectResume, 500 ms doubling). */
   resumeDelayMs?: number;
 }
 
-export { PermanentObjectError } from './s3-object-reader.js';
+export { PermanentObjectError } from '../s3-common/s3-object-reader.js';
 
 const FROM = 'from:';
 const NEWEST = 'newest:';
@@ -85,8 +83,8 @@ export class S3Source implements Source {
 
   constructor(private readonly config: S3SourceConfig, ctx: S3SourceContext, options: S3SourceOptions = {}) {
     this.bucket = config.bucket;
-    this.prefix = config.prefix === '' || config.prefix.endsWith('/') ? config.prefix : `${config.prefix}/`;
-    this.id = config.name ?? `s3://${config.bucket}/${this.prefix}`;
+    this.prefix = normalizedPrefix(config.prefix);
+    this.id = s3SourceId(config);
     this.pollIntervalMs = config.pollInterval;
     this.readConcurrency = config.concurrency;
     this.log = ctx.log.child({ source: this.id });
@@ -97,7 +95,7 @@ export class S3Source implements Source {
     this.client = built.client;
     this.secrets = built.secrets;
     this.lister = new SdkS3Lister(this.client, this.bucket, this.metrics, this.secrets);
-    this.reader = { client: this.client, secrets: this.secrets, metrics: this.metrics, log: this.log, resumeDelayMs: options.resumeDelayMs ?? 500 };
+    this.reader = { client: this.client, secrets: this.secrets, metrics: this.metrics, log: this.log, ...(options.resumeDelayMs !== undefined ? { resumeDelayMs: options.resumeDelayMs } : {}) };
   }
 
   async pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]> {

@@ -17,6 +17,11 @@
  */
 import type { ListedObject, S3Lister } from './s3-client.js';
 
+/** A configured `prefix` as used: '' or ending in '/' (the folder above `pod=…/`). */
+export function normalizedPrefix(prefix: string): string {
+  return prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
+}
+
 /** An hour partition as `YYYY-MM-DDTHH` (what `parseObjectKey` calls `partitionHour`); sorts as text. */
 export type Hour = string;
 
