@@ -50,6 +50,8 @@ export interface DestinationCapabilities {
    * checks (status classification, redirects, secrets in reasons) against it.
    */
   http: boolean;
+  /** It has a probe (Destination.probe): the daemon checks it at start, the conformance test too. */
+  probe: boolean;
 }
 
 /** A config schema of a destination type: a strict zod object with `type: z.literal(<type>)` and optional `name`. */
@@ -72,6 +74,19 @@ export interface DestinationDescriptor<S extends DestinationConfigSchema = Desti
   };
   /** Imports the destination's code (a dynamic import, so heavy modules load only for configured types). */
   load(): Promise<DestinationImplementation<z.output<S>>>;
+  /**
+   * A working configuration of this type (before parsing) for a target, and the environment its
+   * `…Env` options read: the conformance test (test/destination-conformance.test.ts) builds every
+   * registered type from it. `url` is a local HTTP server, `dir` a scratch directory, `secret`
+   * the credential to configure (the test checks it arrives and never shows in a reason).
+   */
+  sampleConfig(target: SampleTarget): { config: z.input<S>; env: Record<string, string> };
+}
+
+export interface SampleTarget {
+  url: string;
+  dir: string;
+  secret: string;
 }
 
 /** Type-checks a descriptor against its own schema (the identity at run time). */

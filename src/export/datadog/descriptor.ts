@@ -9,8 +9,9 @@ export const datadogEncoding = defineEncoding<DatadogEncoding>({ kind: 'datadog'
 export const datadogDescriptor = defineDestination({
   type: 'datadog',
   configSchema: datadogDestinationConfigSchema,
-  capabilities: { http: true },
+  capabilities: { http: true, probe: false },
   encoding: { specFromConfig: (config) => datadogEncodingSpec(config), types: [datadogEncoding] },
+  sampleConfig: ({ url, secret }) => ({ config: { type: 'datadog' as const, url, apiKeyEnv: 'SAMPLE_DD_API_KEY' }, env: { SAMPLE_DD_API_KEY: secret } }),
   load: async () => {
     const { DatadogDestination } = await import('./destination.js');
     return { create: (config, settings) => new DatadogDestination(config, settings) };

@@ -7,11 +7,12 @@ import { fileDestinationConfigSchema } from './config.js';
 export const fileDescriptor = defineDestination({
   type: 'file',
   configSchema: fileDestinationConfigSchema,
-  capabilities: { http: false },
+  capabilities: { http: false, probe: true },
   encoding: {
     specFromConfig: () => ({ kind: 'otlp-json' }),
     types: [otlpJsonEncoding],
   },
+  sampleConfig: ({ dir }) => ({ config: { type: 'file' as const, path: `${dir}/file-destination.ndjson` }, env: {} }),
   load: async () => {
     const { FileDestination } = await import('./destination.js');
     return { create: (config, settings) => new FileDestination(config.path === '-' ? config : { ...config, path: resolve(settings.baseDir, config.path) }) };

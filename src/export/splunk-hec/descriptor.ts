@@ -9,8 +9,9 @@ export const splunkHecEncoding = defineEncoding<SplunkHecEncoding>({ kind: 'splu
 export const splunkHecDescriptor = defineDestination({
   type: 'splunk-hec',
   configSchema: splunkHecDestinationConfigSchema,
-  capabilities: { http: true },
+  capabilities: { http: true, probe: true },
   encoding: { specFromConfig: (config) => hecEncodingSpec(config), types: [splunkHecEncoding] },
+  sampleConfig: ({ url, secret }) => ({ config: { type: 'splunk-hec' as const, url, tokenEnv: 'SAMPLE_HEC_TOKEN' }, env: { SAMPLE_HEC_TOKEN: secret } }),
   load: async () => {
     const { SplunkHecDestination } = await import('./destination.js');
     return { create: (config, settings) => new SplunkHecDestination(config, settings) };
