@@ -40,7 +40,7 @@ export interface DestinationBuildContext {
 const loaded = new Map<string, DestinationImplementation<never>>();
 
 /** Imports the code of these destinations' types (once each); createDestination() needs it. */
-export async function loadDestinationTypes(configs: Iterable<Pick<DestinationConfig, 'type'>>): Promise<void> {
+export async function loadDestinationTypes(configs: Iterable<{ type: string }>): Promise<void> {
   for (const c of configs) {
     if (loaded.has(c.type)) continue;
     const d = destinationDescriptor(c.type);

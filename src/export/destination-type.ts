@@ -63,7 +63,8 @@ export interface DestinationImplementation<C> {
 }
 
 export interface DestinationDescriptor<S extends DestinationConfigSchema = DestinationConfigSchema> {
-  readonly type: z.output<S>['type'];
+  /** The `type:` of its configs (the literal of its config schema). */
+  readonly type: string;
   readonly configSchema: S;
   readonly capabilities: DestinationCapabilities;
   readonly encoding: {
