@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { answerClass, classifyHttpAnswer } from '../src/export/http-answers.js';
 import { deliver } from '../src/export/delivery.js';
-import { OtlpDestination, otlpDestinationConfigSchema } from '../src/export/otlp-destination.js';
+import { OtlpDestination, otlpDestinationConfigSchema } from '../src/export/otlp/destination.js';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { startHecServer } from './support/hec-server.js';
 import { SplunkHecDestination } from '../src/export/splunk-hec/destination.js';

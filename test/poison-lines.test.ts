@@ -19,7 +19,7 @@ import { PipelineStats } from '../src/pipeline/pipeline-stats.js';
 import { CheckpointSaver, DEFAULT_PIPELINE_SETTINGS, SourceRunner } from '../src/pipeline/source-runner.js';
 import { ChunkProcessingError, EncodeWorkerPool } from '../src/pipeline/worker-pool.js';
 import type { ChunkTask } from '../src/pipeline/chunk-processor.js';
-import { OtlpDestination } from '../src/export/otlp-destination.js';
+import { OtlpDestination } from '../src/export/otlp/destination.js';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { silentLogger } from '../src/daemon/logger.js';
 import { DaemonMetrics } from '../src/daemon/metrics.js';

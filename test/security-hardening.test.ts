@@ -17,7 +17,7 @@ import { FileError, unsubstitute } from '../src/util/yaml-file.js';
 import { showsReadyDetail, startHttpServer, type ReadyDetail } from '../src/daemon/http-server.js';
 import { AddressRanges } from '../src/daemon/address-ranges.js';
 import { securityWarnings } from '../src/daemon/security-warnings.js';
-import { FileDestination } from '../src/export/file-destination.js';
+import { FileDestination } from '../src/export/file/destination.js';
 import { silentLogger } from '../src/daemon/logger.js';
 import { tempDir } from './support/activity-fixtures.js';
 import { runCli } from './support/cli-process.js';

@@ -16,7 +16,7 @@ import { DeadLetterStore } from '../src/pipeline/dead-letter-store.js';
 import { PipelineStats } from '../src/pipeline/pipeline-stats.js';
 import { CheckpointSaver, DEFAULT_PIPELINE_SETTINGS, SourceReadError, SourceRunner, reasonLabel } from '../src/pipeline/source-runner.js';
 import { EncodeWorkerPool } from '../src/pipeline/worker-pool.js';
-import { OtlpDestination } from '../src/export/otlp-destination.js';
+import { OtlpDestination } from '../src/export/otlp/destination.js';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { silentLogger } from '../src/daemon/logger.js';
 

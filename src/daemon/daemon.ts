@@ -28,7 +28,7 @@ import { DEFAULT_PIPELINE_SETTINGS, DestinationUnavailableError, type PipelineSe
 import { EncodeWorkerPool } from '../pipeline/worker-pool.js';
 import type { ChunkResult, ChunkTask } from '../pipeline/chunk-processor.js';
 import type { Destination } from '../export/destination.js';
-import type { DestinationConfig } from '../export/destination-registry.js';
+import { loadDestinationTypes, type DestinationConfig } from '../export/destination-registry.js';
 import type { InstrumentationScopeInfo } from '../mapping/log-record.js';
 import type { Logger } from './logger.js';
 import type { DaemonMetrics } from './metrics.js';
@@ -201,7 +201,7 @@ export class Daemon {
 
   /**
    * Validate the configuration and start every tenant. Throws (nothing started) when the
-   * configuration is invalid. The configured source types must be loaded (loadSourceTypes).
+   * configuration is invalid. The configured source and destination types must be loaded (loadSourceTypes, loadDestinationTypes).
    */
   start(loaded: LoadedConfig): void {
     const plan = this.prepare(loaded);
@@ -297,6 +297,7 @@ export class Daemon {
     try {
       const loaded = load();
       await loadSourceTypes(loaded.config.tenants.flatMap((t) => t.sources));
+      await loadDestinationTypes(loaded.config.tenants.flatMap((t) => t.destinations));
       plan = this.prepare(loaded);
       for (const [id, tp] of plan.tenants) {
         const slot = this.slots.get(id);

@@ -13,7 +13,7 @@ import { parseJsonExact } from '../decoding/exact-json.js';
 import { parseObjectKey } from '../decoding/object-key.js';
 import { uidPrefixFor } from '../sources/source.js';
 import { OtelLogRecordBuilder } from '../export/otel-log-records.js';
-import { toOtlpJson } from '../export/file-destination.js';
+import { toOtlpJson } from '../export/file/destination.js';
 import { connectorScope } from './version.js';
 
 export interface MapOptions {

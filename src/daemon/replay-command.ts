@@ -24,7 +24,7 @@ import type { LoadedConfig, TenantConfig } from './config.js';
 import type { Logger } from './logger.js';
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
 import { loadTenantOverrides, overridesPath } from './tenant-runtime.js';
-import { createDestination } from '../export/destination-registry.js';
+import { createDestination, loadDestinationTypes } from '../export/destination-registry.js';
 import type { Destination } from '../export/destination.js';
 import { encodingKey, type EncodingSpec } from '../export/encodings.js';
 import { deliver, type RetryPolicy } from '../export/delivery.js';
@@ -337,8 +337,9 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
   const { options, settings, filters } = job;
   const report = new TenantReport(tenant.id);
   const targets = new Map<string, Target>();
+  await loadDestinationTypes(tenant.destinations);
   for (const cfg of tenant.destinations) {
-    const d = createDestination(cfg, { baseDir: job.loaded.baseDir, scope: job.scope, env: job.env });
+    const d = createDestination(cfg, { baseDir: job.loaded.baseDir, scope: job.scope, env: job.env, tenantId: tenant.id, log: job.log });
     targets.set(d.name, { destination: d });
   }
   const names = [...targets.keys()];

@@ -13,6 +13,7 @@
  *   over plain http to another host).
  */
 import { loadSourceTypes } from '../sources/source-registry.js';
+import { loadDestinationTypes } from '../export/destination-registry.js';
 import type { LoadedConfig } from './config.js';
 import type { Logger } from './logger.js';
 import { routeProcessWarnings } from './logger.js';
@@ -155,6 +156,7 @@ export async function runCommand(loaded: LoadedConfig, options: RunOptions, log:
 
   try {
     await loadSourceTypes(loaded.config.tenants.flatMap((t) => t.sources));
+    await loadDestinationTypes(loaded.config.tenants.flatMap((t) => t.destinations));
     daemon.start(loaded);
   } catch (err) {
     // configuration problems found while starting (mapping files, overrides, sources, destinations): clear message, no stack

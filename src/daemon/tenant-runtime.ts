@@ -67,7 +67,7 @@ export class TenantRuntime {
     const built: { destinations: Destination[]; sources: Source[] } = { destinations: [], sources: [] };
     try {
       for (const d of config.destinations) {
-        const dest = createDestination(d, { baseDir: options.baseDir, scope: options.scope });
+        const dest = createDestination(d, { baseDir: options.baseDir, scope: options.scope, tenantId: config.id, env: options.env ?? process.env, log: this.log, metrics: options.metrics });
         built.destinations.push(options.wrapDestination ? options.wrapDestination(dest, d) : dest);
       }
       const seen = new Set<string>();

@@ -1,37 +1,63 @@
 /**
- * Destination types by name: each with its zod schema and its constructor (see
- * source-registry.ts for the same shape on the reading side).
+ * Destination types by name, built from the list of descriptors (destination-types.ts): the
+ * `destinations:` config schema (a union of every type's schema) and their construction.
+ *
+ * A type's code loads only when a configuration uses it: call loadDestinationTypes() with the
+ * configured destinations before createDestination() (like loadSourceTypes() for sources).
  */
 import { z } from 'zod';
-import { resolve } from 'node:path';
 import type { Destination } from './destination.js';
+import type { DestinationDescriptor, DestinationImplementation, DestinationSettings } from './destination-type.js';
 import type { InstrumentationScopeInfo } from '../mapping/log-record.js';
-import { OtlpDestination, otlpDestinationConfigSchema } from './otlp-destination.js';
-import { FileDestination, fileDestinationConfigSchema } from './file-destination.js';
-import { splunkHecDestinationConfigSchema } from './splunk-hec/config.js';
-import { SplunkHecDestination } from './splunk-hec/destination.js';
-import { datadogDestinationConfigSchema } from './datadog/config.js';
-import { DatadogDestination } from './datadog/destination.js';
+import type { Logger } from '../daemon/logger.js';
+import type { DaemonMetrics } from '../daemon/metrics.js';
+import { silentLogger } from '../daemon/logger.js';
+import { DESTINATION_TYPES } from './destination-types.js';
 
-export const destinationConfigSchema = z.discriminatedUnion('type', [otlpDestinationConfigSchema, fileDestinationConfigSchema, splunkHecDestinationConfigSchema, datadogDestinationConfigSchema]);
+export { DESTINATION_TYPES } from './destination-types.js';
+
+type ConfigSchemas<T extends readonly unknown[]> = { -readonly [K in keyof T]: T[K] extends { configSchema: infer S } ? S : never };
+
+export const destinationConfigSchema = z.discriminatedUnion('type', DESTINATION_TYPES.map((d) => d.configSchema) as unknown as ConfigSchemas<typeof DESTINATION_TYPES>);
 export type DestinationConfig = z.infer<typeof destinationConfigSchema>;
+export type DestinationType = DestinationConfig['type'];
+
+/** The descriptor of a type. */
+export function destinationDescriptor(type: string): DestinationDescriptor | undefined {
+  return (DESTINATION_TYPES as readonly DestinationDescriptor[]).find((d) => d.type === type);
+}
 
 export interface DestinationBuildContext {
   baseDir: string;
-  scope: InstrumentationScopeInfo;
+  scope?: InstrumentationScopeInfo;
+  tenantId?: string;
   /** Where `tokenEnv`/`apiKeyEnv` are looked up (default: process.env). */
   env?: NodeJS.ProcessEnv;
+  log?: Logger;
+  metrics?: DaemonMetrics | undefined;
+}
+
+const loaded = new Map<string, DestinationImplementation<never>>();
+
+/** Imports the code of these destinations' types (once each); createDestination() needs it. */
+export async function loadDestinationTypes(configs: Iterable<{ type: string }>): Promise<void> {
+  for (const c of configs) {
+    if (loaded.has(c.type)) continue;
+    const d = destinationDescriptor(c.type);
+    if (!d) throw new Error(`unknown destination type ${c.type}`);
+    loaded.set(c.type, (await d.load()) as DestinationImplementation<never>);
+  }
+}
+
+/** The settings every destination gets, from what the caller knows. */
+export function destinationSettings(config: Pick<DestinationConfig, 'type' | 'name'>, ctx: DestinationBuildContext): DestinationSettings {
+  const id = config.name ?? config.type;
+  const log = ctx.log ?? silentLogger();
+  return { id, tenantId: ctx.tenantId ?? '', baseDir: ctx.baseDir, env: ctx.env ?? process.env, log: log.child({ destination: id }), metrics: ctx.metrics };
 }
 
 export function createDestination(config: DestinationConfig, ctx: DestinationBuildContext): Destination {
-  switch (config.type) {
-    case 'otlp':
-      return new OtlpDestination(config, ctx.baseDir);
-    case 'file':
-      return new FileDestination(config.path === '-' ? config : { ...config, path: resolve(ctx.baseDir, config.path) });
-    case 'splunk-hec':
-      return new SplunkHecDestination(config, { baseDir: ctx.baseDir, env: ctx.env ?? process.env });
-    case 'datadog':
-      return new DatadogDestination(config, { baseDir: ctx.baseDir, env: ctx.env ?? process.env });
-  }
+  const impl = loaded.get(config.type) as DestinationImplementation<DestinationConfig> | undefined;
+  if (!impl) throw new Error(`internal error: destination type ${config.type} used before loadDestinationTypes()`);
+  return impl.create(config, destinationSettings(config, ctx));
 }

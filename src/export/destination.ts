@@ -1,10 +1,12 @@
 /**
- * The contract every destination (otlp, file, later splunk-hec and datadog) implements: it
- * declares the encoding it wants (the encode workers produce the request bodies, see
- * encodings.ts), takes one encoded request body at a time and says whether it was accepted,
- * should be retried later (an outage, or a hold: our credentials refused), or its content was
- * rejected for good. Retries, backoff and dead-lettering live
- * in delivery.ts and the pipeline, once for all destinations.
+ * The contract every destination implements: it declares the encoding it wants (the encode
+ * workers produce the request bodies, see encodings.ts), takes one encoded request body at a
+ * time and says whether it was accepted, should be retried later (an outage, or a hold: our
+ * credentials refused), or its content was rejected for good. Retries, backoff and
+ * dead-lettering live in delivery.ts and the pipeline, once for all destinations.
+ *
+ * A destination type is one folder `src/export/<type>/` whose `descriptor.ts` exports a
+ * DestinationDescriptor (destination-type.ts); destination-registry.ts lists the descriptors.
  */
 import type { EncodingSpec } from './encodings.js';
 
@@ -16,8 +18,13 @@ export type SendOutcome =
    * like an outage, and the pipeline holds (checkpoint unchanged); never dead-lettered.
    */
   | { kind: 'hold'; reason: string; status: number }
-  /** The destination blames the content: the pipeline splits the batch and dead-letters the records at fault. */
-  | { kind: 'rejected'; reason: string; status?: number; response?: string };
+  /**
+   * The destination blames the content: the pipeline splits the batch and dead-letters the records at fault.
+   * A bulk API that says which entries it refused sets `rejectedRecords` (indexes of the
+   * records in the body, in order; the others were accepted). Optional: without it every
+   * record of the body counts as suspect, and the pipeline finds the faulty ones by splitting.
+   */
+  | { kind: 'rejected'; reason: string; status?: number; response?: string; rejectedRecords?: readonly number[] };
 
 export interface Destination {
   /** `<type>` or the configured name, used in logs, metrics and the dead-letter store. */
@@ -32,6 +39,7 @@ export interface Destination {
    * to send; without it a destination counts as reached at its first accepted batch.
    */
   probe?(signal: AbortSignal): Promise<SendOutcome>;
+  /** Close connections and timers. Safe to call more than once. */
   shutdown(): Promise<void>;
 }
 

@@ -3,14 +3,19 @@
  * encode workers (pipeline/chunk-processor.ts), so every destination declares its encoding as a
  * plain, serialisable spec, and destinations that share a spec share the encoded bytes.
  * An encoder may split one batch into several request bodies (size limits of the destination).
+ *
+ * The encoder of a spec is found by its `kind` among the encoding types the destination
+ * descriptors declare (destination-types.ts): the descriptors are light modules, so a worker
+ * loads encoders, never a destination's own code.
  */
 import type { InstrumentationScopeInfo, MappedLogRecord } from '../mapping/log-record.js';
-import { encodeLogsRequest, ProtoWriter } from './otlp-protobuf-encoder.js';
-import { OtelLogRecordBuilder, otlpJsonRequest } from './otel-log-records.js';
-import { createSplunkHecEncoder, type SplunkHecEncoding } from './splunk-hec/encoder.js';
-import { createDatadogEncoder, type DatadogEncoding } from './datadog/encoder.js';
+import type { EncodingType } from './destination-type.js';
+import { DESTINATION_TYPES } from './destination-types.js';
 
-export type EncodingSpec = { kind: 'otlp-protobuf' } | { kind: 'otlp-json' } | SplunkHecEncoding | DatadogEncoding;
+/** A destination's encoding: its `kind` names the encoding type, the other fields are its options (plain data). */
+export interface EncodingSpec {
+  readonly kind: string;
+}
 
 export interface EncodeResult {
   bodies: Uint8Array[];
@@ -31,19 +36,32 @@ export function encodingKey(spec: EncodingSpec): string {
   return JSON.stringify(spec);
 }
 
-export function createEncoder(spec: EncodingSpec, scope: InstrumentationScopeInfo): Encoder {
-  switch (spec.kind) {
-    case 'otlp-protobuf': {
-      const writer = new ProtoWriter();
-      return { encode: (records) => ({ bodies: [encodeLogsRequest(records, scope, writer)] }) };
+let byKind: Map<string, EncodingType> | undefined;
+
+function encodingTypes(): Map<string, EncodingType> {
+  if (byKind) return byKind;
+  const m = new Map<string, EncodingType>();
+  for (const d of DESTINATION_TYPES) {
+    for (const t of d.encoding.types) {
+      const other = m.get(t.kind);
+      if (other && other !== t) throw new Error(`internal error: two encoding types named ${t.kind} (destination ${d.type})`);
+      m.set(t.kind, t);
     }
-    case 'otlp-json': {
-      const builder = new OtelLogRecordBuilder(scope);
-      return { encode: (records) => ({ bodies: [otlpJsonRequest(builder, records)] }) };
-    }
-    case 'splunk-hec':
-      return createSplunkHecEncoder(spec);
-    case 'datadog':
-      return createDatadogEncoder(spec);
   }
+  return (byKind = m);
+}
+
+export function encodingType(spec: EncodingSpec): EncodingType {
+  const t = encodingTypes().get(spec.kind);
+  if (!t) throw new Error(`no encoder for encoding ${spec.kind}`);
+  return t;
+}
+
+export function createEncoder(spec: EncodingSpec, scope: InstrumentationScopeInfo): Encoder {
+  return encodingType(spec).encoderFactory(spec, scope);
+}
+
+/** The chunk processor may write this spec's bodies straight from the raw lines (see EncodingType.direct). */
+export function encodingSupportsDirect(spec: EncodingSpec): boolean {
+  return encodingTypes().get(spec.kind)?.direct === true;
 }

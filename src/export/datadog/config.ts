@@ -3,7 +3,7 @@
  * `apiKeyEnv` names the environment variable that holds it.
  */
 import { z } from 'zod';
-import { tlsConfigShape } from '../http-client.js';
+import { compressionSchema, httpSettingsShape } from '../http/settings.js';
 
 export const DATADOG_SITES = ['datadoghq.com', 'datadoghq.eu', 'us3.datadoghq.com', 'us5.datadoghq.com', 'ap1.datadoghq.com', 'ddog-gov.com'] as const;
 
@@ -20,15 +20,16 @@ export const datadogDestinationConfigSchema = z
     hostname: z.string().min(1).optional(),
     /** `key:value` or `value`; a comma would split a tag. */
     tags: z.array(z.string().regex(/^[^,]+$/, 'a tag cannot contain a comma')).default([]),
-    compression: z.enum(['gzip', 'none']).default('gzip'),
-    /** Per request, milliseconds. */
-    timeoutMs: z.number().int().positive().default(30_000),
-    ...tlsConfigShape,
+    compression: compressionSchema.default('gzip'),
+    /** headers, timeout (default 30s), TLS. */
+    ...httpSettingsShape,
   })
   .strict();
 export type DatadogDestinationConfig = z.infer<typeof datadogDestinationConfigSchema>;
 
 const LOGS_PATH = '/api/v2/logs';
+/** Per request, when `timeout` is not set. */
+export const DATADOG_DEFAULT_TIMEOUT_MS = 30_000;
 
 export function datadogLogsUrl(config: Pick<DatadogDestinationConfig, 'site' | 'url'>): URL {
   if (!config.url) return new URL(`https://http-intake.logs.${config.site}${LOGS_PATH}`);

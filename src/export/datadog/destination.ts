@@ -6,51 +6,34 @@
  * entries at fault, with Datadog's error text). The API key never appears in a reason or response.
  */
 import type { Destination, SendOutcome } from '../destination.js';
-import { classifyHttpAnswer } from '../http-answers.js';
 import type { EncodingSpec } from '../encodings.js';
-import { redact, secretFromEnv, type HttpResponse } from '../http-client.js';
+import type { DestinationSettings } from '../destination-type.js';
+import { secretFromEnv } from '../http/auth.js';
+import { silentLogger } from '../../daemon/logger.js';
 import type { DatadogDestinationConfig } from './config.js';
 import { datadogEncodingSpec, DatadogRequestBuilder } from './request.js';
 
-export interface DatadogBuildContext {
-  baseDir: string;
-  env: NodeJS.ProcessEnv;
-}
+/** What the destination needs of the daemon's settings (all of them when the registry builds it). */
+export type DatadogBuildContext = Pick<DestinationSettings, 'baseDir' | 'env'> & Partial<DestinationSettings>;
 
 export class DatadogDestination implements Destination {
   readonly name: string;
   readonly encoding: EncodingSpec;
   private readonly request: DatadogRequestBuilder;
-  private readonly secrets: string[];
 
   constructor(config: DatadogDestinationConfig, ctx: DatadogBuildContext) {
     this.name = config.name ?? 'datadog';
     const apiKey = secretFromEnv(ctx.env, config.apiKeyEnv, `datadog destination ${this.name}: apiKeyEnv`);
-    this.secrets = [apiKey];
     this.encoding = datadogEncodingSpec(config);
-    this.request = new DatadogRequestBuilder(config, apiKey, ctx.baseDir);
+    this.request = new DatadogRequestBuilder(config, apiKey, { baseDir: ctx.baseDir, log: ctx.log ?? silentLogger() });
   }
 
-  async send(payload: Uint8Array, _records: number, signal: AbortSignal): Promise<SendOutcome> {
-    let res: HttpResponse;
-    try {
-      res = await this.request.client.post(this.request.url, this.request.logsHeaders(), payload, signal);
-    } catch (err) {
-      return { kind: 'retry', reason: redact((err as Error).message, this.secrets) };
-    }
-    if (res.status >= 200 && res.status < 300) return { kind: 'done' };
-    const detail = datadogError(res.body);
-    return classifyHttpAnswer({
-      status: res.status,
-      ...(detail ? { detail: redact(detail, this.secrets) } : {}),
-      retryAfter: res.headers['retry-after'],
-      response: redact(res.body.slice(0, 2000), this.secrets),
-      location: res.headers.location,
-    });
+  send(payload: Uint8Array, _records: number, signal: AbortSignal): Promise<SendOutcome> {
+    return this.request.transport.send({ url: this.request.url, headers: this.request.logsHeaders(), body: payload, signal, detail: (res) => ({ detail: datadogError(res.body) }) });
   }
 
   async shutdown(): Promise<void> {
-    this.request.client.close();
+    this.request.transport.close();
   }
 }
 

@@ -1,34 +1,23 @@
 /**
  * Datadog request building: the intake URL, the headers (`DD-API-KEY`, `Content-Encoding`), the
- * TLS-configured client, and the encoding spec the encode workers get (never the API key).
+ * shared HTTP transport. The encoding spec the encode workers get: encoding-spec.ts.
  */
-import { HttpClient } from '../http-client.js';
-import { datadogLogsUrl, type DatadogDestinationConfig } from './config.js';
-import { DD_MAX_ENTRIES, DD_MAX_ENTRY_BYTES, DD_MAX_REQUEST_BYTES, type DatadogEncoding } from './encoder.js';
-
-export function datadogEncodingSpec(config: DatadogDestinationConfig): DatadogEncoding {
-  return {
-    kind: 'datadog',
-    service: config.service,
-    ...(config.hostname !== undefined ? { hostname: config.hostname } : {}),
-    tags: [...config.tags],
-    maxEntries: DD_MAX_ENTRIES,
-    maxRequestBytes: DD_MAX_REQUEST_BYTES,
-    maxEntryBytes: DD_MAX_ENTRY_BYTES,
-    compression: config.compression,
-  };
-}
+import { StaticHeaderAuth } from '../http/auth.js';
+import { resolveHttpSettings } from '../http/settings.js';
+import { HttpTransport } from '../http/transport.js';
+import type { DestinationSettings } from '../destination-type.js';
+import { DATADOG_DEFAULT_TIMEOUT_MS, datadogLogsUrl, type DatadogDestinationConfig } from './config.js';
+export { datadogEncodingSpec } from './encoding-spec.js';
 
 export class DatadogRequestBuilder {
   readonly url: URL;
-  readonly client: HttpClient;
+  readonly transport: HttpTransport;
   private readonly headers: Record<string, string>;
 
-  constructor(config: DatadogDestinationConfig, apiKey: string, baseDir: string) {
+  constructor(config: DatadogDestinationConfig, apiKey: string, settings: Pick<DestinationSettings, 'baseDir' | 'log'>) {
     this.url = datadogLogsUrl(config);
-    this.client = new HttpClient(config, baseDir, config.timeoutMs);
+    this.transport = new HttpTransport(resolveHttpSettings(config, settings), settings.baseDir, new StaticHeaderAuth({ 'DD-API-KEY': apiKey }, [apiKey]), DATADOG_DEFAULT_TIMEOUT_MS);
     this.headers = {
-      'DD-API-KEY': apiKey,
       'Content-Type': 'application/json',
       'User-Agent': 'tableau-activity-otel',
       ...(config.compression === 'gzip' ? { 'Content-Encoding': 'gzip' } : {}),

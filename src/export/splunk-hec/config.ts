@@ -4,9 +4,11 @@
  */
 import { z } from 'zod';
 import { durationSchema } from '../../util/duration.js';
-import { tlsConfigShape } from '../http-client.js';
+import { compressionSchema, httpSettingsShape } from '../http/settings.js';
 
 export const HEC_DEFAULT_MAX_REQUEST_BYTES = 1_000_000;
+/** Per request, when `timeout` is not set. */
+export const HEC_DEFAULT_TIMEOUT_MS = 30_000;
 
 export const splunkHecAckConfigSchema = z
   .object({
@@ -34,10 +36,9 @@ export const splunkHecDestinationConfigSchema = z
     fields: z.array(z.string().min(1)).default([]),
     /** Most bytes of one request body before compression; a batch is split to stay under it. */
     maxRequestBytes: z.number().int().min(1024).default(HEC_DEFAULT_MAX_REQUEST_BYTES),
-    compression: z.enum(['gzip', 'none']).default('gzip'),
-    /** Per request, milliseconds. */
-    timeoutMs: z.number().int().positive().default(30_000),
-    ...tlsConfigShape,
+    compression: compressionSchema.default('gzip'),
+    /** headers, timeout (default 30s), TLS. */
+    ...httpSettingsShape,
     ack: splunkHecAckConfigSchema.optional(),
   })
   .strict();

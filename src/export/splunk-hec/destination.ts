@@ -10,83 +10,76 @@
  * The token never appears in a reason or response (they are redacted as a second guard).
  */
 import type { Destination, SendOutcome } from '../destination.js';
-import { classifyHttpAnswer } from '../http-answers.js';
 import type { EncodingSpec } from '../encodings.js';
-import { redact, secretFromEnv, type HttpResponse } from '../http-client.js';
+import type { DestinationSettings } from '../destination-type.js';
+import { secretFromEnv } from '../http/auth.js';
+import type { HttpResponse } from '../http/client.js';
+import type { AnswerDetail } from '../http/transport.js';
+import { silentLogger } from '../../daemon/logger.js';
 import type { SplunkHecDestinationConfig } from './config.js';
 import { hecEncodingSpec, HecRequestBuilder } from './request.js';
 
-export interface SplunkHecBuildContext {
-  baseDir: string;
-  env: NodeJS.ProcessEnv;
-}
+/** What the destination needs of the daemon's settings (all of them when the registry builds it). */
+export type SplunkHecBuildContext = Pick<DestinationSettings, 'baseDir' | 'env'> & Partial<DestinationSettings>;
 
 export class SplunkHecDestination implements Destination {
   readonly name: string;
   readonly encoding: EncodingSpec;
   private readonly request: HecRequestBuilder;
-  private readonly secrets: string[];
   private readonly acks: HecAckPoller | null;
 
   constructor(config: SplunkHecDestinationConfig, ctx: SplunkHecBuildContext) {
     this.name = config.name ?? 'splunk-hec';
     const token = secretFromEnv(ctx.env, config.tokenEnv, `splunk-hec destination ${this.name}: tokenEnv`);
-    this.secrets = [token];
     this.encoding = hecEncodingSpec(config);
-    this.request = new HecRequestBuilder(config, token, ctx.baseDir);
-    this.acks = config.ack?.enabled ? new HecAckPoller(this.request, config.ack.pollInterval, config.ack.timeout, this.secrets) : null;
+    this.request = new HecRequestBuilder(config, token, { baseDir: ctx.baseDir, log: ctx.log ?? silentLogger() });
+    this.acks = config.ack?.enabled ? new HecAckPoller(this.request, config.ack.pollInterval, config.ack.timeout) : null;
   }
 
-  async send(payload: Uint8Array, _records: number, signal: AbortSignal): Promise<SendOutcome> {
-    let res: HttpResponse;
-    try {
-      res = await this.request.client.post(this.request.eventUrl, this.request.eventHeaders(), payload, signal);
-    } catch (err) {
-      return { kind: 'retry', reason: redact((err as Error).message, this.secrets) };
-    }
-    const reply = parseHecReply(res.body);
-    if (res.status >= 200 && res.status < 300) {
-      if (!this.acks || typeof reply?.ackId !== 'number') return { kind: 'done' };
-      const acked = await this.acks.wait(reply.ackId, signal);
-      if (acked === 'acked') return { kind: 'done' };
-      return { kind: 'retry', reason: acked === 'aborted' ? 'aborted while waiting for the indexer acknowledgement' : acked };
-    }
-    return this.classify(res, reply);
+  send(payload: Uint8Array, _records: number, signal: AbortSignal): Promise<SendOutcome> {
+    return this.request.transport.send({
+      url: this.request.eventUrl,
+      headers: this.request.eventHeaders(),
+      body: payload,
+      signal,
+      detail: hecDetail,
+      interpret: async (res) => {
+        if (res.status < 200 || res.status >= 300) return undefined;
+        const reply = parseHecReply(res.body);
+        if (!this.acks || typeof reply?.ackId !== 'number') return { kind: 'done' };
+        const acked = await this.acks.wait(reply.ackId, signal);
+        if (acked === 'acked') return { kind: 'done' };
+        return { kind: 'retry', reason: acked === 'aborted' ? 'aborted while waiting for the indexer acknowledgement' : acked };
+      },
+    });
   }
 
   /**
    * An empty POST to the event endpoint: HEC answers `400 {"text":"No data","code":5}` once the
    * token is accepted (401/403 when it is not), so nothing is indexed.
    */
-  async probe(signal: AbortSignal): Promise<SendOutcome> {
-    let res: HttpResponse;
-    try {
-      res = await this.request.client.post(this.request.eventUrl, this.request.plainHeaders(), new Uint8Array(0), signal);
-    } catch (err) {
-      return { kind: 'retry', reason: redact((err as Error).message, this.secrets) };
-    }
-    const reply = parseHecReply(res.body);
-    if ((res.status === 400 && reply?.code === 5) || (res.status >= 200 && res.status < 300)) return { kind: 'done' };
-    return this.classify(res, reply);
-  }
-
-  /** A non-2xx answer → retry or rejection, with HEC's `text` and `code` in the reason. */
-  private classify(res: HttpResponse, reply: HecReply | undefined): SendOutcome {
-    const detail = reply?.text !== undefined ? `${reply.text}${reply.code !== undefined ? ` (HEC code ${reply.code})` : ''}` : '';
-    return classifyHttpAnswer({
-      status: res.status,
-      ...(detail ? { detail: redact(detail, this.secrets) } : {}),
-      retryAfter: headerValue(res.headers['retry-after']),
-      response: redact(res.body.slice(0, 2000), this.secrets),
-      location: res.headers.location,
-      ...(typeof reply?.code === 'number' ? { hecCode: reply.code } : {}),
+  probe(signal: AbortSignal): Promise<SendOutcome> {
+    return this.request.transport.send({
+      url: this.request.eventUrl,
+      headers: this.request.plainHeaders(),
+      body: new Uint8Array(0),
+      signal,
+      detail: hecDetail,
+      interpret: (res) => (res.status === 400 && parseHecReply(res.body)?.code === 5 ? { kind: 'done' } : undefined),
     });
   }
 
   async shutdown(): Promise<void> {
     this.acks?.close();
-    this.request.client.close();
+    this.request.transport.close();
   }
+}
+
+/** HEC's `text` and `code` for the reason; the code also decides a 400 (http-answers.ts). */
+function hecDetail(res: HttpResponse): AnswerDetail {
+  const reply = parseHecReply(res.body);
+  const detail = reply?.text !== undefined ? `${reply.text}${reply.code !== undefined ? ` (HEC code ${reply.code})` : ''}` : '';
+  return { ...(detail ? { detail } : {}), ...(typeof reply?.code === 'number' ? { hecCode: reply.code } : {}) };
 }
 
 interface HecReply {
@@ -102,10 +95,6 @@ function parseHecReply(body: string): HecReply | undefined {
   } catch {
     return undefined;
   }
-}
-
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }
 
 type AckResult = 'acked' | 'aborted' | string;
@@ -125,7 +114,6 @@ class HecAckPoller {
     private readonly request: HecRequestBuilder,
     private readonly intervalMs: number,
     private readonly timeoutMs: number,
-    private readonly secrets: string[],
   ) {}
 
   wait(ackId: number, signal: AbortSignal): Promise<AckResult> {
@@ -152,17 +140,17 @@ class HecAckPoller {
   private async poll(): Promise<void> {
     const ids = [...this.pending.keys()];
     try {
-      const res = await this.request.client.post(this.request.ackUrl, this.request.plainHeaders(), Buffer.from(JSON.stringify({ acks: ids })));
+      const res = await this.request.transport.post({ url: this.request.ackUrl, headers: this.request.plainHeaders(), body: Buffer.from(JSON.stringify({ acks: ids })) });
       if (res.status === 200) {
         const acks = (parseHecReply(res.body) as { acks?: Record<string, boolean> } | undefined)?.acks ?? {};
         for (const id of ids) if (acks[String(id)] === true) this.pending.get(id)?.done('acked');
         this.lastProblem = '';
       } else {
         const reply = parseHecReply(res.body);
-        this.lastProblem = redact(`ack poll answered HTTP ${res.status}${reply?.text ? `: ${reply.text}` : ''}`, this.secrets);
+        this.lastProblem = this.request.transport.redactor.excerpt(`ack poll answered HTTP ${res.status}${reply?.text ? `: ${reply.text}` : ''}`);
       }
     } catch (err) {
-      this.lastProblem = redact(`ack poll failed: ${(err as Error).message}`, this.secrets);
+      this.lastProblem = this.request.transport.redactor.redact(`ack poll failed: ${(err as Error).message}`);
     }
     const now = Date.now();
     for (const [id, p] of this.pending) {

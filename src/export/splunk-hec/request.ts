@@ -1,43 +1,28 @@
 /**
  * Splunk HEC request building: the endpoint URLs, the headers (`Authorization: Splunk <token>`,
- * `Content-Encoding`, the request channel), the TLS-configured client, and the encoding spec the
- * encode workers get (every option the encoder needs, never the token).
+ * `Content-Encoding`, the request channel) and the shared HTTP transport. The encoding spec the
+ * encode workers get: encoding-spec.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { HttpClient } from '../http-client.js';
-import { hecAckUrl, hecEventUrl, type SplunkHecDestinationConfig } from './config.js';
-import type { SplunkHecEncoding } from './encoder.js';
-
-export function hecEncodingSpec(config: SplunkHecDestinationConfig): SplunkHecEncoding {
-  // fixed key order: destinations with the same options share one encoding (see encodingKey)
-  return {
-    kind: 'splunk-hec',
-    sourcetype: config.sourcetype,
-    ...(config.index !== undefined ? { index: config.index } : {}),
-    ...(config.source !== undefined ? { source: config.source } : {}),
-    ...(config.host !== undefined ? { host: config.host } : {}),
-    fields: [...config.fields],
-    maxRequestBytes: config.maxRequestBytes,
-    compression: config.compression,
-  };
-}
+import { StaticHeaderAuth } from '../http/auth.js';
+import { resolveHttpSettings } from '../http/settings.js';
+import { HttpTransport } from '../http/transport.js';
+import type { DestinationSettings } from '../destination-type.js';
+import { HEC_DEFAULT_TIMEOUT_MS, hecAckUrl, hecEventUrl, type SplunkHecDestinationConfig } from './config.js';
+export { hecEncodingSpec } from './encoding-spec.js';
 
 export class HecRequestBuilder {
   readonly eventUrl: URL;
   readonly ackUrl: URL;
   /** Generated per destination: HEC ties acknowledgement ids to the channel. */
   readonly channel = randomUUID();
-  readonly client: HttpClient;
+  readonly transport: HttpTransport;
 
-  constructor(
-    config: SplunkHecDestinationConfig,
-    private readonly token: string,
-    baseDir: string,
-  ) {
+  constructor(config: SplunkHecDestinationConfig, token: string, settings: Pick<DestinationSettings, 'baseDir' | 'log'>) {
     this.eventUrl = hecEventUrl(config.url);
     this.ackUrl = hecAckUrl(this.eventUrl);
     this.ackUrl.searchParams.set('channel', this.channel);
-    this.client = new HttpClient(config, baseDir, config.timeoutMs);
+    this.transport = new HttpTransport(resolveHttpSettings(config, settings), settings.baseDir, new StaticHeaderAuth({ Authorization: `Splunk ${token}` }, [token]), HEC_DEFAULT_TIMEOUT_MS);
     this.gzip = config.compression === 'gzip';
   }
 
@@ -45,7 +30,6 @@ export class HecRequestBuilder {
 
   private baseHeaders(): Record<string, string> {
     return {
-      Authorization: `Splunk ${this.token}`,
       'Content-Type': 'application/json',
       'X-Splunk-Request-Channel': this.channel,
       'User-Agent': 'tableau-activity-otel',

@@ -1,26 +1,17 @@
 /**
- * The plain HTTP(S) POST the native destinations (splunk-hec, datadog) share: one keep-alive
+ * The plain HTTP(S) POST every HTTP destination (otlp, splunk-hec, datadog) uses, under the
+ * shared layer (transport.ts): one keep-alive
  * agent per destination with its TLS options (custom CA, verification on unless turned off),
  * a per-request timeout, an abort signal, and the response read back (capped) so the caller can
  * classify it (http-answers.ts). A redirect is never followed (Node's http client does not, and
  * we do not either): a 3xx comes back as an answer like any other, so a credential never goes to
  * the host a redirect names. Network and TLS failures come back as a `NetworkError`
  * with a readable reason (the TLS error code included), never with request headers in it.
- * The otlp destination uses it too (with OpenTelemetry JS's configuration resolution).
  */
 import http from 'node:http';
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { z } from 'zod';
-
-/** TLS options shared by the HTTP destinations' config schemas. */
-export const tlsConfigShape = {
-  /** PEM file with the CA certificate(s) to trust (instead of Node's bundled roots). */
-  caFile: z.string().min(1).optional(),
-  /** Turn certificate verification off (self-signed test setups only). Default false. */
-  insecureSkipVerify: z.boolean().default(false),
-} as const;
 
 export interface TlsOptions {
   caFile?: string | undefined;
@@ -126,25 +117,4 @@ function describe(err: Error, url: URL): NetworkError {
   }
   if (err.name === 'AbortError') return new NetworkError(`request to ${where} aborted`, 'ABORT_ERR');
   return new NetworkError(`cannot reach ${where}: ${err.message}${code && !err.message.includes(code) ? ` (${code})` : ''}`, code);
-}
-
-/** Replace every occurrence of the secrets in a text (reasons, responses) with `***`. */
-export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length >= 4) out = out.split(s).join('***');
-  return out;
-}
-
-/** The value of the environment variable a `…Env` option names; a clear error (naming the variable, never a value) when unset. */
-export function secretFromEnv(env: NodeJS.ProcessEnv, variable: string, what: string): string {
-  const value = env[variable];
-  if (value === undefined || value === '') throw new DestinationConfigError(`${what}: environment variable ${variable} is not set`);
-  return value;
-}
-
-export class DestinationConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'DestinationConfigError';
-  }
 }

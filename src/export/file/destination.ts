@@ -6,24 +6,16 @@
  * A file the destination creates is readable by its owner only (0600, like the state files):
  * the records are the tenant's activity data.
  */
-import { z } from 'zod';
 import { open, type FileHandle } from 'node:fs/promises';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { Destination, SendOutcome } from './destination.js';
-import type { MappedLogRecord } from '../mapping/log-record.js';
-import { otlpJsonRequest, type OtelLogRecordBuilder } from './otel-log-records.js';
-import type { EncodingSpec } from './encodings.js';
+import type { Destination, SendOutcome } from '../destination.js';
+import type { MappedLogRecord } from '../../mapping/log-record.js';
+import { otlpJsonRequest, type OtelLogRecordBuilder } from '../otel-log-records.js';
+import type { EncodingSpec } from '../encodings.js';
+import type { FileDestinationConfig } from './config.js';
 
-export const fileDestinationConfigSchema = z
-  .object({
-    type: z.literal('file'),
-    name: z.string().min(1).optional(),
-    /** File to append to; `-` for stdout. */
-    path: z.string().min(1),
-  })
-  .strict();
-export type FileDestinationConfig = z.infer<typeof fileDestinationConfigSchema>;
+export { fileDestinationConfigSchema, type FileDestinationConfig } from './config.js';
 
 const decoder = new TextDecoder();
 
@@ -77,7 +69,8 @@ export class FileDestination implements Destination {
   }
 
   async shutdown(): Promise<void> {
-    await this.handle?.close();
+    const h = this.handle;
     this.handle = null;
+    await h?.close();
   }
 }

@@ -1,0 +1,19 @@
+/** `type: datadog`: Datadog Logs API v2. Options: config.ts; the destination: destination.ts; the encoder: encoder.ts. */
+import { defineDestination, defineEncoding } from '../destination-type.js';
+import { datadogDestinationConfigSchema } from './config.js';
+import { createDatadogEncoder, type DatadogEncoding } from './encoder.js';
+import { datadogEncodingSpec } from './encoding-spec.js';
+
+export const datadogEncoding = defineEncoding<DatadogEncoding>({ kind: 'datadog', direct: false, encoderFactory: (spec) => createDatadogEncoder(spec) });
+
+export const datadogDescriptor = defineDestination({
+  type: 'datadog',
+  configSchema: datadogDestinationConfigSchema,
+  capabilities: { http: true, probe: false },
+  encoding: { specFromConfig: (config) => datadogEncodingSpec(config), types: [datadogEncoding] },
+  sampleConfig: ({ url, secret }) => ({ config: { type: 'datadog' as const, url, apiKeyEnv: 'SAMPLE_DD_API_KEY' }, env: { SAMPLE_DD_API_KEY: secret } }),
+  load: async () => {
+    const { DatadogDestination } = await import('./destination.js');
+    return { create: (config, settings) => new DatadogDestination(config, settings) };
+  },
+});
