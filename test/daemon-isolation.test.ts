@@ -68,7 +68,7 @@ describe('tenant isolation', () => {
         'tenants:',
         '  - id: down',
         `    sources: [ { type: directory, path: ${dir('down')}, pollInterval: 200ms } ]`,
-        `    destinations: [ { type: otlp, endpoint: ${JSON.stringify(down.url)}, timeoutMs: 1000 } ]`,
+        `    destinations: [ { type: otlp, endpoint: ${JSON.stringify(down.url)}, timeout: 1s } ]`,
         '  - id: nosource',
         `    sources: [ { type: directory, path: ${dir('does-not-exist')}, pollInterval: 200ms } ]`,
         `    destinations: [ { type: otlp, endpoint: ${JSON.stringify(ok.url)} } ]`,

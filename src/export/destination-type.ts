@@ -14,23 +14,13 @@ import type { z } from 'zod';
 import type { Destination } from './destination.js';
 import type { EncodingSpec, Encoder } from './encodings.js';
 import type { InstrumentationScopeInfo } from '../mapping/log-record.js';
-import type { Logger } from '../daemon/logger.js';
-import type { DaemonMetrics } from '../daemon/metrics.js';
+import type { ComponentSettings } from '../core/component.js';
 
-/** What every destination is given when it is built (the same object for every type). */
-export interface DestinationSettings {
-  /** The destination's name: its configured `name`, else its type. */
-  id: string;
-  tenantId: string;
-  /** Directory relative paths in the config (`caFile`, `path`) are resolved against (the config file's). */
-  baseDir: string;
-  /** Where `tokenEnv`/`apiKeyEnv` and the OTEL_EXPORTER_OTLP_* variables are read (the daemon's environment). */
-  env: NodeJS.ProcessEnv;
-  /** The tenant's logger, bound to the destination. */
-  log: Logger;
-  /** The daemon's metrics, when it keeps any. */
-  metrics: DaemonMetrics | undefined;
-}
+/**
+ * What every destination is given when it is built: the settings every component gets
+ * (core/component.ts; `id` is the destination's name: its configured `name`, else its type).
+ */
+export type DestinationSettings = ComponentSettings;
 
 /** One wire format the encode workers can produce, found by its spec's `kind`. */
 export interface EncodingType<S extends EncodingSpec = EncodingSpec> {

@@ -126,12 +126,12 @@ export const destinationSlow: Scenario = {
     receiver.setDelay(DELAY_MS);
     // the OTLP request timeout (10 s by default, as in every OpenTelemetry SDK) must be longer
     // than the destination takes, or no request can ever succeed
-    const s = setup(ctx, receiver.url, short ? 16 : 40, 500, { batchSize: 1000, maxInFlightBatches: 8 }, { timeoutMs: 30_000 });
+    const s = setup(ctx, receiver.url, short ? 16 : 40, 500, { batchSize: 1000, maxInFlightBatches: 8 }, { timeout: '30s' });
     const started = Date.now();
     const r = await ctx.run(['run', '--once', '--config', s.config]);
     const extra: string[] = [];
     if (r.code !== 0) extra.push(`run exited ${r.code}`);
     const j = judge(receiver.records(), readDeadLetters(s.state, 'acme'), { valid: s.tree.records.map((x) => x.record.testSeq as number), dupBound: 0, rssLimitMb: 400 }, ctx.peakRssMb);
-    return resultOf(j, s.tree.records.length, ctx.peakRssMb, extra, [`${DELAY_MS / 1000} s per request, timeoutMs 30000, 8 batches in flight`, `${receiver.requests.length} requests in ${Math.round((Date.now() - started) / 1000)} s`]);
+    return resultOf(j, s.tree.records.length, ctx.peakRssMb, extra, [`${DELAY_MS / 1000} s per request, timeout 30s, 8 batches in flight`, `${receiver.requests.length} requests in ${Math.round((Date.now() - started) / 1000)} s`]);
   },
 };
