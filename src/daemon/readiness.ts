@@ -111,7 +111,7 @@ export class ObservedDestination implements Destination {
  * with backoff (1 s doubling to 60 s), until the signal aborts.
  */
 /** Waits between probes of a destination not reached yet: 1 s doubling to 60 s. */
-export const PROBE_BACKOFF: BackoffPolicy = { initialMs: 1000, maxMs: 60_000, multiplier: 2, jitter: 'none' };
+const PROBE_BACKOFF: BackoffPolicy = { initialMs: 1000, maxMs: 60_000, multiplier: 2, jitter: 'none' };
 
 export async function probeUntilReached(destinations: readonly Destination[], signal: AbortSignal): Promise<void> {
   await Promise.all(

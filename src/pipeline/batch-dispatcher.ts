@@ -20,7 +20,7 @@ import type { PipelineTelemetry } from './pipeline-telemetry.js';
 import type { TenantContext } from './tenant-context.js';
 
 /** Waits while the checkpoint cannot be written: 1 s doubling to 30 s. */
-export const CHECKPOINT_WRITABLE_BACKOFF: BackoffPolicy = { ...BACKOFF_DEFAULTS.source, jitter: 'none' };
+const CHECKPOINT_WRITABLE_BACKOFF: BackoffPolicy = { ...BACKOFF_DEFAULTS.source, jitter: 'none' };
 
 export class BatchDispatcher {
   private batch: Batch = emptyBatch();

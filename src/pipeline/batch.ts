@@ -3,7 +3,7 @@ import type { ChunkSegment } from './chunk-processor.js';
 import type { ObjectTracker, ProgressEntry } from './object-tracker.js';
 
 /** Which object's piece a segment of the batch is: settled once the batch is delivered. */
-export interface BatchRef {
+interface BatchRef {
   tracker: ObjectTracker;
   entry: ProgressEntry;
   key: string;

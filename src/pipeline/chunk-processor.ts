@@ -428,7 +428,7 @@ function driftOf(d: SchemaDriftCounters): Pick<ChunkResult, 'unknownEventTypes' 
  * the items of arrays too: its `:`, and its `,` inside arrays, outside strings. (Text that is not
  * JSON is counted the same way; JSON.parse would refuse it anyway.)
  */
-export function countsMoreFields(text: string, max: number): boolean {
+function countsMoreFields(text: string, max: number): boolean {
   let n = 0;
   let inString = false;
   // the open brackets: true for an array

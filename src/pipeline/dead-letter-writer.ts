@@ -9,7 +9,7 @@ import type { DeadLetter, DeadLetterStore } from './dead-letter-store.js';
 import type { PipelineTelemetry } from './pipeline-telemetry.js';
 
 /** Waits between failed writes: 1 s doubling to 30 s. */
-export const DEAD_LETTER_WRITE_BACKOFF: BackoffPolicy = { ...BACKOFF_DEFAULTS.source, jitter: 'none' };
+const DEAD_LETTER_WRITE_BACKOFF: BackoffPolicy = { ...BACKOFF_DEFAULTS.source, jitter: 'none' };
 
 export class DeadLetterWriter {
   constructor(

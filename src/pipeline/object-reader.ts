@@ -20,7 +20,7 @@ import type { PipelineSettings } from './pipeline-settings.js';
 import type { PipelineTelemetry } from './pipeline-telemetry.js';
 
 /** Waits before reading an object again after a transient error: 0.5 s doubling to 10 s. */
-export const OBJECT_READ_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 10_000, multiplier: 2, jitter: 'none' };
+const OBJECT_READ_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 10_000, multiplier: 2, jitter: 'none' };
 
 export type ObjectBytes = AsyncIterator<Buffer | Uint8Array>;
 

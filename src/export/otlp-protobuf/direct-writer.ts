@@ -5,8 +5,8 @@
 import type { AttrValue, InstrumentationScopeInfo, ResourceDescriptor } from '../../mapping/log-record.js';
 import type { DirectRecordWriter } from '../../mapping/direct-record-writer.js';
 import { FlatJsonLine, KIND_STRING, KIND_STRING_UTF8, type RecordFields } from '../../decoding/flat-json-line.js';
-import { tag, keyFieldOf, T_SL_LOG_RECORDS, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_AV_STRING, ProtoWriter } from './writer.js';
-import { logRecordAttribute, attributes, beginResourceLogs, endResourceLogs } from './object-encoder.js';
+import { keyFieldOf, T_SL_LOG_RECORDS, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_AV_STRING, ProtoWriter } from './writer.js';
+import { logRecordAttribute, beginResourceLogs, endResourceLogs } from './object-encoder.js';
 
 /**
  * An attribute name as the direct writer knows it: its encoded key field, and the record

@@ -14,11 +14,11 @@
  */
 import { toUnixNanos } from '../../mapping/event-time.js';
 
-export const WIRE_VARINT = 0;
-export const WIRE_FIXED64 = 1;
-export const WIRE_LEN = 2;
+const WIRE_VARINT = 0;
+const WIRE_FIXED64 = 1;
+const WIRE_LEN = 2;
 
-export const tag = (field: number, wire: number): number => (field << 3) | wire;
+const tag = (field: number, wire: number): number => (field << 3) | wire;
 /** The encoded `KeyValue.key` field (tag, length, UTF-8 bytes) of an attribute name. */
 export function keyFieldOf(name: string): Uint8Array {
   const bytes = Buffer.from(name);
@@ -32,7 +32,7 @@ export function keyFieldOf(name: string): Uint8Array {
   return Uint8Array.from([T_KV_KEY, ...lenBytes, ...bytes]);
 }
 
-export const varintSize = (v: number): number => (v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : v < 1 << 28 ? 4 : 5);
+const varintSize = (v: number): number => (v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : v < 1 << 28 ? 4 : 5);
 export const T_REQ_RESOURCE_LOGS = tag(1, WIRE_LEN);
 export const T_RL_RESOURCE = tag(1, WIRE_LEN);
 export const T_RL_SCOPE_LOGS = tag(2, WIRE_LEN);
@@ -48,7 +48,7 @@ export const T_LR_BODY = tag(5, WIRE_LEN);
 export const T_LR_ATTRIBUTES = tag(6, WIRE_LEN);
 export const T_LR_OBSERVED_TIME = tag(11, WIRE_FIXED64);
 export const T_LR_EVENT_NAME = tag(12, WIRE_LEN);
-export const T_KV_KEY = tag(1, WIRE_LEN);
+const T_KV_KEY = tag(1, WIRE_LEN);
 export const T_KV_VALUE = tag(2, WIRE_LEN);
 export const T_AV_STRING = tag(1, WIRE_LEN);
 export const T_AV_BOOL = tag(2, WIRE_VARINT);
