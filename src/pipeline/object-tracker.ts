@@ -1,8 +1,4 @@
-/**
- * The order of one object's progress: pieces (chunks, dead-lettered lines) are registered in
- * reading order and settle in any order (batches are delivered concurrently); the checkpoint
- * moves only to the end of the longest settled prefix.
- */
+/** Object ordering: batches settle in any order, an object's checkpoint moves in reading order only. */
 import type { SourceObject } from '../sources/source.js';
 import type { ObjectProgress } from './checkpoint-store.js';
 

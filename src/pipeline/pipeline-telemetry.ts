@@ -56,7 +56,7 @@ export class PipelineTelemetry {
   private readonly source: string;
   private readonly stats: PipelineStats;
   private readonly metrics: DaemonMetrics | undefined;
-  readonly log: Logger;
+  private readonly log: Logger;
   private readonly driftSeen: Set<string>;
 
   constructor(target: TelemetryTarget) {
