@@ -99,6 +99,7 @@ describe('tenant isolation', () => {
       const r = await daemon!.get('/readyz');
       const b = JSON.parse(r.body) as ReadyBody;
       const t = b.tenants;
+      // (the healthy source's poll counts as ok once its checkpoint is saved, a moment after the last records arrived)
       const seen = t.down?.destinations[0]?.lastError && t.nosource?.sources[0]?.lastError && t.badcreds?.sources[0]?.lastError && t.poison?.lastError && t.healthy?.ready && t.healthy.sources[0]?.state === 'ok';
       return seen ? { status: r.status, body: b } : undefined;
     });

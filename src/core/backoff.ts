@@ -26,8 +26,8 @@ export const BACKOFF_DEFAULTS = {
   source: { initialMs: 1_000, maxMs: 30_000, multiplier: 2, jitter: 'equal' },
   /** An S3 object's body cut mid-way, resumed at the same byte: 0.5 s doubling (4 resumes without progress at most), no jitter. */
   objectResume: { initialMs: 500, maxMs: 4_000, multiplier: 2, jitter: 'none' },
-  /** A failed tenant started again: 5 s doubling to 5 min. */
-  tenantRestart: { initialMs: 5_000, maxMs: 300_000, multiplier: 2, jitter: 'equal' },
+  /** A failed tenant started again: 5 s doubling to 5 min, exactly (operators read these waits in the logs). */
+  tenantRestart: { initialMs: 5_000, maxMs: 300_000, multiplier: 2, jitter: 'none' },
 } as const satisfies Record<string, Required<BackoffPolicy>>;
 
 /** The wait before retry number `attempt` (1 = the first retry). */

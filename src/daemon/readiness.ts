@@ -14,7 +14,8 @@
  */
 import type { Destination, SendOutcome } from '../export/destination.js';
 import type { EncodingSpec } from '../export/encodings.js';
-import { sleep } from '../export/delivery.js';
+import { Backoff, type BackoffPolicy } from '../core/backoff.js';
+import { sleep } from '../core/sleep.js';
 
 export type EndpointState = 'pending' | 'ok' | 'failing';
 
@@ -109,11 +110,14 @@ export class ObservedDestination implements Destination {
  * Probe each destination that can be probed until it is reached (by the probe or by a batch),
  * with backoff (1 s doubling to 60 s), until the signal aborts.
  */
+/** Waits between probes of a destination not reached yet: 1 s doubling to 60 s. */
+const PROBE_BACKOFF: BackoffPolicy = { initialMs: 1000, maxMs: 60_000, multiplier: 2, jitter: 'none' };
+
 export async function probeUntilReached(destinations: readonly Destination[], signal: AbortSignal): Promise<void> {
   await Promise.all(
     destinations.map(async (d) => {
       if (!(d instanceof ObservedDestination) || !d.canProbe) return;
-      let delay = 1000;
+      const backoff = new Backoff(PROBE_BACKOFF);
       while (!signal.aborted && !d.health.reached) {
         try {
           await d.probe(signal);
@@ -121,8 +125,7 @@ export async function probeUntilReached(destinations: readonly Destination[], si
           /* recorded */
         }
         if (d.health.reached) return;
-        if (await sleep(delay, signal)) return;
-        delay = Math.min(60_000, delay * 2);
+        if (await sleep(backoff.next(), signal)) return;
       }
     }),
   );

@@ -15,7 +15,7 @@ import {
 } from './mapping-file-schema.js';
 import { FileError, loadYamlFile, parseYaml, positionOf, readTextFile, validateYaml } from '../util/yaml-file.js';
 import { compileTemplate, templateFields, TemplateError } from './body-template.js';
-import { snakeCase, DERIVED_ATTRIBUTES } from './record-mapper.js';
+import { snakeCase, DERIVED_ATTRIBUTES } from './attribute-names.js';
 import { readCatalogSnapshot } from './catalog-snapshot.js';
 
 export interface EventTypeEntry extends EventMappingFile {

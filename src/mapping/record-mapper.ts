@@ -3,6 +3,11 @@
  * rules in `mappings/defaults.yaml` and the per-event-type catalog:
  * event name, precise timestamp, severity from the outcome, semantic-convention moves, every
  * other attribute kept as `tableau.<snake_case>`, and a `log.record.uid` stable across re-reads.
+ *
+ * This file holds the rules. The fast path (mapDirect: attributes straight into the OTLP
+ * protobuf writer) goes through direct-sink.ts and the writer contract direct-record-writer.ts;
+ * the compiled per-type plans are described in mapping-plan.ts, the limits in record-limits.ts,
+ * the derived attribute names in attribute-names.ts.
  */
 import type { Catalog, EventTypeEntry } from './catalog.js';
 import type { Family } from './mapping-file-schema.js';
@@ -23,96 +28,22 @@ import {
   ATTR_USER_ID,
   SEVERITY_NUMBER,
 } from './semantic-conventions.js';
+import type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
+import { DirectSink } from './direct-sink.js';
+import { ObjectFields, objectFields } from './object-fields.js';
+import { ROUTE_GENERIC, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
+import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
+import { ATTR_EVENT_ACTION, ATTR_EVENT_CATEGORY, ATTR_EVENT_TYPE, ATTR_OCSF_ACTIVITY_ID, ATTR_OCSF_CLASS_UID, ATTR_TARGET_GROUP_ID, ATTR_TARGET_ID, ATTR_TARGET_NAME, ATTR_TARGET_TYPE, ATTR_TARGET_USER_ID, RAW_ATTRIBUTE_PREFIX, RESOURCE_TENANT_ID, UNKNOWN_EVENT_TYPE, snakeCase } from './attribute-names.js';
 
-export const UNKNOWN_EVENT_TYPE = 'unknown';
-/** Where a record's own field goes when its usual name is already taken on that record. */
-export const RAW_ATTRIBUTE_PREFIX = 'tableau.raw.';
-export const ATTR_EVENT_TYPE = 'tableau.event_type';
-export const ATTR_EVENT_CATEGORY = 'tableau.event.category';
-export const ATTR_EVENT_ACTION = 'tableau.event.action';
-export const ATTR_OCSF_CLASS_UID = 'tableau.ocsf.class_uid';
-export const ATTR_OCSF_ACTIVITY_ID = 'tableau.ocsf.activity_id';
-export const ATTR_TARGET_TYPE = 'tableau.target.type';
-export const ATTR_TARGET_ID = 'tableau.target.id';
-export const ATTR_TARGET_NAME = 'tableau.target.name';
-export const ATTR_TARGET_USER_ID = 'tableau.target.user.id';
-export const ATTR_TARGET_GROUP_ID = 'tableau.target.group.id';
-/** Attributes the mapper sets itself (never taken by a record's own field). */
-export const DERIVED_ATTRIBUTES = [
-  ATTR_LOG_RECORD_UID,
-  ATTR_EVENT_TYPE,
-  ATTR_ERROR_TYPE,
-  ATTR_EVENT_CATEGORY,
-  ATTR_EVENT_ACTION,
-  ATTR_OCSF_CLASS_UID,
-  ATTR_OCSF_ACTIVITY_ID,
-  ATTR_TARGET_TYPE,
-  ATTR_TARGET_ID,
-  ATTR_TARGET_NAME,
-  ATTR_TARGET_USER_ID,
-  ATTR_TARGET_GROUP_ID,
-] as const;
-export const RESOURCE_TENANT_ID = 'tableau.tenant.id';
+export * from './attribute-names.js';
+export * from './record-limits.js';
+export type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
 
 /** Per object: what the key says, and the prefix of the derived record ids. */
 export interface ObjectMappingContext {
   keyInfo: ObjectKeyInfo;
   /** Derived from the object's identity (source, key, version); `<uidPrefix>:<line>` is a record's uid. */
   uidPrefix: string;
-}
-
-/** Where the mapping rules put attributes (an object, or an encoder writing them as they come). */
-export interface AttributeSink {
-  /** Called once the record's timestamp, severity and resource are known, before the first attribute. */
-  head?(plan: TypePlan, family: Family, resource: ResourceDescriptor, seconds: number, nanos: number, severity: Severity): void;
-  has(name: string): boolean;
-  set(name: string, value: AttrValue): void;
-  /** The plan's constant attributes (event type, derived ones) at once; false when the sink cannot (then set() each). */
-  setConstants?(plan: TypePlan): boolean;
-  /** Field i of the record, as it is, under `name`. */
-  setField(name: string, fields: RecordFields, i: number): void;
-  /**
-   * url.path and url.query from field i (a string), without building strings; false when the
-   * sink cannot (then the caller splits the value itself).
-   */
-  setRequestUri?(fields: RecordFields, i: number): boolean;
-  /** Field i under its route's name unless that name is taken on this record (then false, nothing set). */
-  setRouted?(r: Route, fields: RecordFields, i: number): boolean;
-  /** `name` (just set with set()) carries the value of the record's field `source` (for the tenant's overrides). */
-  from?(name: string, source: string): void;
-}
-
-/** A writer mapDirect() streams one record into (see export/otlp-protobuf-encoder.ts). */
-export interface DirectRecordWriter {
-  /** A record's start: its time as whole seconds since the epoch and nanoseconds (see event-time.ts). */
-  begin(resource: ResourceDescriptor, seconds: number, nanos: number, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void;
-  has(name: string): boolean;
-  attr(name: string, value: AttrValue): void;
-  /** Attributes constant per event type, encoded once (valid while `slotSpace` is the same). */
-  constBlock(pairs: ReadonlyArray<readonly [string, AttrValue]>): { readonly space: object };
-  writeConstBlock(block: { readonly space: object }): void;
-  /** Field i of the record as it is (a scanned line's value is copied from its bytes). */
-  field(name: string, fields: RecordFields, i: number): void;
-  /**
-   * A handle on an attribute name, for has/field without a lookup by name; valid while
-   * `slotSpace` is the same object.
-   */
-  slot(name: string): unknown;
-  readonly slotSpace: object;
-  hasSlot(slot: unknown): boolean;
-  fieldAt(slot: unknown, fields: RecordFields, i: number): void;
-  /** A string attribute from bytes [start, end) of a scanned line. */
-  rangeAttr(name: string, line: FlatJsonLine, start: number, end: number): void;
-  end(body: string): void;
-}
-
-export interface DirectMapped {
-  ok: true;
-  direct: true;
-  eventType: string;
-  /** The record's time: whole seconds since the epoch and nanoseconds. */
-  seconds: number;
-  nanos: number;
 }
 
 /** What the default body (no template) reads. */
@@ -129,22 +60,7 @@ export interface SchemaDriftCounters {
   unknownAttributes: Map<string, number>;
 }
 
-type Severity = keyof typeof SEVERITY_NUMBER;
 const SEVERITY_RANK: Record<Severity, number> = { INFO: 0, WARN: 1, ERROR: 2 };
-
-const snakeCache = new Map<string, string>();
-/** `workbookLuid` → `workbook_luid`, `newS3BucketName` → `new_s3_bucket_name`, `URLPath` → `url_path`. */
-export function snakeCase(name: string): string {
-  let out = snakeCache.get(name);
-  if (out !== undefined) return out;
-  out = name
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
-    .replace(/[\s-]+/g, '_')
-    .toLowerCase();
-  if (snakeCache.size < 100_000) snakeCache.set(name, out);
-  return out;
-}
 
 export interface RecordMapperOptions {
   /** The configured tenant's id, put on the resource. */
@@ -157,185 +73,11 @@ export interface RecordMapperOptions {
   maxAttributesPerRecord?: number;
 }
 
-/**
- * Fields a record may have (`pipeline.maxAttributesPerRecord`): Tableau's have tens. A record
- * past it is dead-lettered, not truncated: a line of a million fields would otherwise exhaust an
- * encode worker's heap and fail its batch on every retry.
- */
-export const DEFAULT_MAX_ATTRIBUTES_PER_RECORD = 5000;
-
-/** The dead-letter reason of a record over the cap. */
-export function tooManyFields(cap: number): string {
-  return `record has more than ${cap} fields (pipeline.maxAttributesPerRecord; nested fields and array items count too)`;
-}
-
-/**
- * A record with a value nested deeper than this is not mapped (it is dead-lettered): encoders and
- * JSON.stringify recurse, and a line of 100 000 nested brackets would overflow their stack and
- * fail its whole batch again and again. Tableau's records are flat; 100 levels is plenty.
- */
-export const MAX_VALUE_DEPTH = 100;
-
-/** Whether a parsed JSON value nests deeper than `max` levels (iterative: no recursion here either). */
-export function nestedDeeperThan(root: object, max: number): boolean {
-  const stack: Array<{ v: object; d: number }> = [{ v: root, d: 1 }];
-  while (stack.length > 0) {
-    const { v, d } = stack.pop()!;
-    if (d > max) return true;
-    if (Array.isArray(v)) {
-      for (const item of v) if (item !== null && typeof item === 'object') stack.push({ v: item as object, d: d + 1 });
-    } else {
-      for (const k in v) {
-        const item = (v as Record<string, unknown>)[k];
-        if (item !== null && typeof item === 'object') stack.push({ v: item, d: d + 1 });
-      }
-    }
-  }
-  return false;
-}
-
 /** Routes kept by scanner name id, per type and family (ids past this use the Map). */
 const MAX_ROUTES_BY_ID = 4096;
 
 /** Drift counters stop adding names past this many (a flood of random names must not grow memory). */
 const MAX_DRIFT_NAMES = 10_000;
-
-/** What the mapper knows about one event type, compiled once. */
-interface TypePlan {
-  eventType: string;
-  eventName: string;
-  entry: EventTypeEntry | undefined;
-  family: Family | undefined;
-  /** Source attribute → output name, for documented attributes with a `rename`. */
-  renames: ReadonlyMap<string, string>;
-  body: ((lookup: ValueLookup) => string) | undefined;
-  derived: ReadonlyArray<[string, AttrValue]>;
-  /** The event type and the derived attributes: the same on every record of the type. */
-  constants: ReadonlyArray<readonly [string, AttrValue]>;
-  /** Their encoding by the direct writer (DirectRecordWriter.constBlock). */
-  constBlock: { readonly space: object } | undefined;
-  target: EventTypeEntry['target'];
-  severity: Severity | undefined;
-  keep: boolean;
-  /** Source attribute → where it goes, per family (computed on first sight of each name). */
-  routes: Record<Family, Map<string, Route>>;
-  /**
-   * The same routes by the scanner's name ids (FlatJsonLine.nameId), for lines scanned by
-   * `idOwner`: an array index instead of a Map lookup per field.
-   */
-  routesById: Record<Family, Route[]>;
-  idOwner: FlatJsonLine | undefined;
-  /** Body placeholder → the output attribute it reads, per family. */
-  bodyFields: Record<Family, Map<string, string>>;
-  /** Output attribute → placeholder, for the attributes a body reads (mapDirect keeps their values). */
-  bodyWantedByFamily: Partial<Record<Family, Map<string, string>>>;
-}
-
-const ROUTE_GENERIC = 0;
-const ROUTE_SEMCONV = 1;
-const ROUTE_REQUEST_URI = 2;
-const ROUTE_URL_FULL = 3;
-const ROUTE_SKIP = 4;
-
-interface Route {
-  kind: number;
-  /** Output name (generic: tableau.<snake> or the catalog's rename; semconv: the target). */
-  name: string;
-  /** Not documented for this event type (counted as schema drift). */
-  unknown: boolean;
-  /** Whether the body reads `name` (mapDirect keeps its value); known after first use. */
-  wanted: boolean | undefined;
-  /** The direct writer's handle on `name`, and the writer's slot space it belongs to. */
-  slot: unknown;
-  slotSpace: object | undefined;
-}
-
-/** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
-class DirectSink implements AttributeSink {
-  out!: DirectRecordWriter;
-  private observed = 0n;
-  private wanted: Map<string, string> | undefined;
-  /** The values the body reads, by output name (a handful per record: arrays, not a Map). */
-  private readonly capturedNames: string[] = [];
-  private readonly capturedValues: AttrValue[] = [];
-  private captured = 0;
-
-  constructor(private readonly bodyWanted: (plan: TypePlan, family: Family) => Map<string, string>) {}
-
-  start(out: DirectRecordWriter, observedTimeUnixNano: bigint): void {
-    this.out = out;
-    this.observed = observedTimeUnixNano;
-    this.wanted = undefined;
-    this.captured = 0;
-  }
-
-  head(plan: TypePlan, family: Family, resource: ResourceDescriptor, seconds: number, nanos: number, severity: Severity): void {
-    this.wanted = this.bodyWanted(plan, family);
-    this.out.begin(resource, seconds, nanos, this.observed, SEVERITY_NUMBER[severity], severity, plan.eventName);
-  }
-
-  has(name: string): boolean {
-    return this.out.has(name);
-  }
-
-  set(name: string, v: AttrValue): void {
-    this.out.attr(name, v);
-    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
-  }
-
-  setConstants(plan: TypePlan): boolean {
-    const out = this.out;
-    let block = plan.constBlock;
-    if (block === undefined || block.space !== out.slotSpace) {
-      // (a body never reads these; if one did, its value must be kept: set them one by one)
-      if (plan.constants.some(([k]) => this.wanted !== undefined && this.wanted.has(k))) return false;
-      block = plan.constBlock = out.constBlock(plan.constants);
-    }
-    out.writeConstBlock(block);
-    return true;
-  }
-
-  setField(name: string, f: RecordFields, i: number): void {
-    this.out.field(name, f, i);
-    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, f.value(i) as AttrValue);
-  }
-
-  setRequestUri(f: RecordFields, i: number): boolean {
-    // (a body that reads the request's path or query needs them as strings: the caller's way)
-    if (!(f instanceof FlatJsonLine) || (this.wanted !== undefined && (this.wanted.has(ATTR_URL_PATH) || this.wanted.has(ATTR_URL_QUERY)))) return false;
-    const start = f.starts[i]!;
-    const end = f.ends[i]!;
-    // '?' is ASCII: it never occurs inside a multi-byte UTF-8 sequence
-    let q = f.buf.indexOf(0x3f, start);
-    if (q >= end) q = -1;
-    this.out.rangeAttr(ATTR_URL_PATH, f, start, q === -1 ? end : q);
-    if (q !== -1) this.out.rangeAttr(ATTR_URL_QUERY, f, q + 1, end);
-    return true;
-  }
-
-  setRouted(r: Route, f: RecordFields, i: number): boolean {
-    const out = this.out;
-    if (r.slotSpace !== out.slotSpace) {
-      r.slot = out.slot(r.name);
-      r.slotSpace = out.slotSpace;
-    }
-    if (out.hasSlot(r.slot)) return false;
-    out.fieldAt(r.slot, f, i);
-    if ((r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) this.capture(r.name, f.value(i) as AttrValue);
-    return true;
-  }
-
-  private capture(name: string, v: AttrValue): void {
-    this.capturedNames[this.captured] = name;
-    this.capturedValues[this.captured++] = v;
-  }
-
-  /** A captured value by output name, the last one set (undefined when the record had none). */
-  read(name: string): AttrValue | undefined {
-    for (let i = this.captured - 1; i >= 0; i--) if (this.capturedNames[i] === name) return this.capturedValues[i];
-    return undefined;
-  }
-}
 
 /** `a|b` → the first present value of the record. */
 function firstOf(rec: RecordFields, names: readonly string[]): unknown {
@@ -344,44 +86,6 @@ function firstOf(rec: RecordFields, names: readonly string[]): unknown {
     if (v !== null && v !== undefined && v !== '') return v;
   }
   return undefined;
-}
-
-/** A parsed JSON object's own fields, in its order (the same order as `for…in`). */
-class ObjectFields implements RecordFields {
-  private readonly keys: string[];
-  constructor(private readonly rec: Record<string, unknown>) {
-    this.keys = Object.keys(rec);
-  }
-  get size(): number {
-    return this.keys.length;
-  }
-  name(i: number): string {
-    return this.keys[i]!;
-  }
-  value(i: number): unknown {
-    return this.rec[this.keys[i]!];
-  }
-  isNull(i: number): boolean {
-    const v = this.rec[this.keys[i]!];
-    return v === null || v === undefined;
-  }
-  isString(i: number): boolean {
-    return typeof this.rec[this.keys[i]!] === 'string';
-  }
-  indexOf(name: string): number {
-    return Object.hasOwn(this.rec, name) ? this.keys.indexOf(name) : -1;
-  }
-  get(name: string): unknown {
-    return Object.hasOwn(this.rec, name) ? this.rec[name] : undefined;
-  }
-}
-
-/** A parsed line → its fields, or why it is not a record. */
-function objectFields(value: unknown): RecordFields | string {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    return `not a JSON object (${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value})`;
-  }
-  return new ObjectFields(value as Record<string, unknown>);
 }
 
 export class RecordMapper {

@@ -29,7 +29,7 @@ import { substituteEnvInYaml } from '../daemon/env-substitution.js';
 import type { AttrValue } from './log-record.js';
 import { jsonText } from '../util/json-text.js';
 import { outputNamesOf, type Catalog } from './catalog.js';
-import { DERIVED_ATTRIBUTES } from './record-mapper.js';
+import { DERIVED_ATTRIBUTES } from './attribute-names.js';
 
 const nameList = z.array(z.string().min(1)).default([]);
 

@@ -5,11 +5,13 @@
  * what happened (records, dead letters, drops, drift) and the main thread records it.
  */
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
-import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, RecordMapper, tooManyFields, type DirectMapped, type MapResult, type SchemaDriftCounters } from '../mapping/record-mapper.js';
+import { RecordMapper, type MapResult, type SchemaDriftCounters } from '../mapping/record-mapper.js';
+import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, tooManyFields } from '../mapping/record-limits.js';
+import type { DirectMapped } from '../mapping/direct-record-writer.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
 import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
-import { DirectLogsRequestWriter } from '../export/otlp-protobuf-encoder.js';
+import { DirectLogsRequestWriter } from '../export/otlp-protobuf/direct-writer.js';
 import { FlatJsonLine } from '../decoding/flat-json-line.js';
 import { parseJsonExact } from '../decoding/exact-json.js';
 import { toUnixNanos } from '../mapping/event-time.js';
@@ -426,7 +428,7 @@ function driftOf(d: SchemaDriftCounters): Pick<ChunkResult, 'unknownEventTypes' 
  * the items of arrays too: its `:`, and its `,` inside arrays, outside strings. (Text that is not
  * JSON is counted the same way; JSON.parse would refuse it anyway.)
  */
-export function countsMoreFields(text: string, max: number): boolean {
+function countsMoreFields(text: string, max: number): boolean {
   let n = 0;
   let inString = false;
   // the open brackets: true for an array

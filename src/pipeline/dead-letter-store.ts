@@ -106,7 +106,7 @@ export class DeadLetterStore {
   }
 }
 
-export function bigintReplacer(_key: string, value: unknown): unknown {
+function bigintReplacer(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString() : value;
 }
 
@@ -140,7 +140,7 @@ export interface StoredLetter {
 }
 
 /** A letter's identity: the first 128 bits of the SHA-256 of its line. */
-export function letterId(line: Buffer | string): string {
+function letterId(line: Buffer | string): string {
   return createHash('sha256').update(line).digest('hex').slice(0, 32);
 }
 
@@ -199,7 +199,7 @@ export interface ReplayedEntry {
   at: string;
 }
 
-export const REPLAYED_FILE = 'replayed.ndjson';
+const REPLAYED_FILE = 'replayed.ndjson';
 
 /**
  * `<dead-letter>/replayed.ndjson`: per letter and destination, the records `replay` delivered,

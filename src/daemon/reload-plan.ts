@@ -1,0 +1,133 @@
+/**
+ * Reload planning: a configuration validated completely (config, catalog, every overrides
+ * file) into a Plan, with a fingerprint per tenant (equal: the tenant runs exactly the same
+ * way) and a key of the encode worker pool; and what a new plan changes against the tenants
+ * running (added, changed, removed, unchanged).
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { defaultEncodeWorkers } from '../pipeline/encode-worker-prewarm.js';
+import { DEFAULT_PIPELINE_SETTINGS, type PipelineSettings } from '../pipeline/pipeline-settings.js';
+import { loadCatalog, type Catalog } from '../mapping/catalog.js';
+import type { LoadedConfig, TenantConfig } from './config.js';
+import { loadTenantOverrides, overridesPath } from './tenant-runtime.js';
+import { registerSecrets, secretsOfDocument } from './secrets.js';
+
+export const ONCE_DEFAULT_RETRY_MS = 5 * 60_000;
+
+export function pipelineSettings(loaded: LoadedConfig, once: boolean): PipelineSettings {
+  const p = loaded.config.pipeline;
+  return {
+    ...DEFAULT_PIPELINE_SETTINGS,
+    batchSize: p.batchSize,
+    maxBatchBytes: p.maxBatchBytes,
+    maxInFlightBatches: p.maxInFlightBatches,
+    maxLineBytes: p.maxLineBytes,
+    maxObjectBytes: p.maxObjectBytes,
+    maxObjectLines: p.maxObjectLines,
+    checkpointIntervalMs: p.checkpointInterval,
+    retry: { ...DEFAULT_PIPELINE_SETTINGS.retry, maxElapsedMs: p.retryFor ?? (once ? ONCE_DEFAULT_RETRY_MS : Infinity) },
+  };
+}
+
+/** A configuration, validated, with what the daemon derives from it. */
+export interface Plan {
+  loaded: LoadedConfig;
+  catalog: Catalog;
+  stateDir: string;
+  settings: PipelineSettings;
+  workers: number;
+  /** Changes when the pool must be built again (catalog, worker count, tenants' overrides). */
+  poolKey: string;
+  tenants: Map<string, TenantPlan>;
+}
+
+export interface TenantPlan {
+  config: TenantConfig;
+  overridesFile: string | undefined;
+  /** Equal fingerprints: the tenant runs exactly the same way. */
+  fingerprint: string;
+}
+
+export interface ReloadOutcome {
+  ok: boolean;
+  error?: string;
+  added: string[];
+  changed: string[];
+  removed: string[];
+  unchanged: string[];
+}
+
+export interface PlanOptions {
+  once: boolean;
+  env: NodeJS.ProcessEnv;
+  /** Applied to every configuration loaded (e.g. `--retry-for` from the command line). */
+  adjust?(loaded: LoadedConfig): void;
+}
+
+/** Validate a configuration into a plan (throws, naming file and line, when anything is wrong); its secrets are registered for redaction. */
+export function preparePlan(loaded: LoadedConfig, options: PlanOptions): Plan {
+  options.adjust?.(loaded);
+  const { config, baseDir } = loaded;
+  registerSecrets(secretsOfDocument(config, options.env, baseDir));
+  const mappingsDir = config.mappingsDir ? resolve(baseDir, config.mappingsDir) : undefined;
+  const catalog = loadCatalog(mappingsDir);
+  const catalogHash = hashTree(catalog.dir);
+  const stateDir = resolve(baseDir, config.state.dir);
+  const settings = pipelineSettings(loaded, options.once);
+  // the main thread reads, gunzips and sends, so it needs a core too: one worker fewer than cores
+  const workers = config.pipeline.workers ?? defaultEncodeWorkers();
+  const tenants = new Map<string, TenantPlan>();
+  const poolTenants: string[] = [];
+  for (const t of config.tenants) {
+    const overrides = loadTenantOverrides(t, baseDir, catalog); // fail early, with file and line
+    if (overrides) registerSecrets(secretsOfDocument(overrides, options.env, baseDir));
+    const overridesFile = overridesPath(t, baseDir);
+    const overridesHash = overridesFile ? hashFile(overridesFile) : null;
+    const fingerprint = sha256(JSON.stringify({ t, overridesHash, settings, stateDir, baseDir, catalogHash }));
+    tenants.set(t.id, { config: t, overridesFile, fingerprint });
+    poolTenants.push(`${t.id}=${overridesFile ?? ''}#${overridesHash ?? ''}`);
+  }
+  const poolKey = sha256(JSON.stringify({ catalogHash, workers, poolTenants, maxAttributesPerRecord: config.pipeline.maxAttributesPerRecord }));
+  return { loaded, catalog, stateDir, settings, workers, poolKey, tenants };
+}
+
+/** What `plan` does to the tenants running now (by id, with their current fingerprints). */
+export function planChanges(plan: Plan, running: ReadonlyMap<string, { plan: TenantPlan }>): ReloadOutcome {
+  const outcome: ReloadOutcome = { ok: false, added: [], changed: [], removed: [], unchanged: [] };
+  for (const [id, tp] of plan.tenants) {
+    const current = running.get(id);
+    if (!current) outcome.added.push(id);
+    else if (current.plan.fingerprint !== tp.fingerprint) outcome.changed.push(id);
+    else outcome.unchanged.push(id);
+  }
+  for (const id of running.keys()) if (!plan.tenants.has(id)) outcome.removed.push(id);
+  return outcome;
+}
+
+function sha256(text: string | Buffer): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+function hashFile(file: string): string {
+  try {
+    return sha256(readFileSync(file));
+  } catch {
+    return 'unreadable';
+  }
+}
+
+/** A hash of every file under a directory (the mapping files): a reload notices an edited catalog. */
+function hashTree(dir: string): string {
+  const h = createHash('sha256');
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const full = join(d, e.name);
+      if (e.isDirectory()) walk(full);
+      else if (e.isFile()) h.update(full).update('\0').update(readFileSync(full)).update('\0');
+    }
+  };
+  walk(dir);
+  return h.digest('hex');
+}

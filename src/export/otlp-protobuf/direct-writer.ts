@@ -1,0 +1,248 @@
+/**
+ * The fast path's writer: records straight into OTLP protobuf as the mapper emits them
+ * (RecordMapper.mapDirect, the direct sink), no record or attribute objects.
+ */
+import type { AttrValue, InstrumentationScopeInfo, ResourceDescriptor } from '../../mapping/log-record.js';
+import type { DirectRecordWriter } from '../../mapping/direct-record-writer.js';
+import { FlatJsonLine, KIND_STRING, KIND_STRING_UTF8, type RecordFields } from '../../decoding/flat-json-line.js';
+import { keyFieldOf, T_SL_LOG_RECORDS, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_AV_STRING, ProtoWriter } from './writer.js';
+import { logRecordAttribute, beginResourceLogs, endResourceLogs } from './object-encoder.js';
+
+/**
+ * An attribute name as the direct writer knows it: its encoded key field, and the record
+ * (generation) it was last set on, so has() is a comparison rather than a lookup when the
+ * caller keeps the slot.
+ */
+export interface NameSlot {
+  readonly key: Uint8Array;
+  seen: number;
+}
+
+/** Constant attributes encoded together (DirectLogsRequestWriter.constBlock). */
+export interface ConstBlock {
+  readonly bytes: Uint8Array;
+  readonly slots: readonly NameSlot[];
+  /** The writer's slot space the slots belong to. */
+  readonly space: object;
+}
+
+/** Names the direct writer keeps slots for before it starts afresh (a flood of random names must not grow memory). */
+const MAX_NAME_SLOTS = 20_000;
+
+/**
+ * Writes mapped records straight into OTLP protobuf as the mapper emits them
+ * (RecordMapper.mapDirect): no record objects, no attribute objects. Records are grouped by
+ * resource into one ScopeLogs each; finish() assembles the ExportLogsServiceRequest. The writer
+ * is reused from request to request (reset()), so its buffers are allocated once.
+ */
+export class DirectLogsRequestWriter implements DirectRecordWriter {
+  /** Per resource: a writer that starts with its ResourceLogs/ScopeLogs header, records follow. */
+  private readonly groups = new Map<string, { w: ProtoWriter; open: [number, number] }>();
+  /** Writers of earlier requests, ready for reuse. */
+  private readonly spare: ProtoWriter[] = [];
+  private readonly joined = new ProtoWriter(1 << 16);
+  private w: ProtoWriter | null = null;
+  private recordStart = 0;
+  /** Where the open record begins in its group's writer, and the group it opened (for abortRecord). */
+  private recordOpen = 0;
+  private openedGroup: string | undefined;
+  /** Attribute names: encoded key, and the record they were last set on (see NameSlot). */
+  private slots = new Map<string, NameSlot>();
+  /** Changes when `slots` is cleared: slots cached by callers from before are not used again. */
+  slotSpace: object = {};
+  private generation = 0;
+  count = 0;
+
+  constructor(private readonly scope: InstrumentationScopeInfo) {}
+
+  /** Starts a new request (what finish() returned before is overwritten from here on). */
+  reset(): void {
+    for (const g of this.groups.values()) {
+      g.w.reset();
+      if (this.spare.length < 8) this.spare.push(g.w);
+    }
+    this.groups.clear();
+    this.joined.reset();
+    this.w = null;
+    this.count = 0;
+  }
+
+  begin(resource: ResourceDescriptor, seconds: number, nanos: number, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void {
+    let g = this.groups.get(resource.key);
+    this.openedGroup = undefined;
+    if (!g) {
+      const w = this.spare.pop() ?? new ProtoWriter(4 << 20);
+      g = { w, open: beginResourceLogs(w, resource, this.scope) };
+      this.groups.set(resource.key, g);
+      this.openedGroup = resource.key;
+    }
+    const w = (this.w = g.w);
+    this.recordOpen = w.pos;
+    this.generation++;
+    if (this.slots.size > MAX_NAME_SLOTS) {
+      // (between records only: within one, a name must keep its slot)
+      this.slots = new Map();
+      this.slotSpace = {};
+    }
+    w.byte(T_SL_LOG_RECORDS);
+    this.recordStart = w.begin();
+    w.byte(T_LR_TIME);
+    w.fixed64Time(seconds, nanos);
+    w.byte(T_LR_SEVERITY_NUMBER);
+    w.varint(severityNumber);
+    w.bytes(this.cachedField(this.severityTexts, T_LR_SEVERITY_TEXT, severityText));
+    if (observedTimeUnixNano !== this.lastObserved) {
+      // (the same for every record of a task: encoded once)
+      const f = new ProtoWriter(16);
+      f.byte(T_LR_OBSERVED_TIME);
+      f.fixed64(observedTimeUnixNano);
+      this.lastObserved = observedTimeUnixNano;
+      this.lastObservedField = f.buf.subarray(0, f.pos);
+    }
+    w.bytes(this.lastObservedField);
+    if (eventName !== this.lastEventName) {
+      this.lastEventName = eventName;
+      this.lastEventNameField = this.cachedField(this.eventNames, T_LR_EVENT_NAME, eventName);
+    }
+    w.bytes(this.lastEventNameField);
+  }
+
+  /** `tag, length, UTF-8` of a string field whose values repeat (severity text, event name). */
+  private cachedField(cache: Map<string, Uint8Array>, fieldTag: number, value: string): Uint8Array {
+    let enc = cache.get(value);
+    if (enc === undefined) {
+      const w = this.scratch;
+      w.reset();
+      w.byte(fieldTag);
+      w.string(value);
+      enc = Uint8Array.prototype.slice.call(w.buf, 0, w.pos);
+      if (cache.size < 10_000) cache.set(value, enc);
+    }
+    return enc;
+  }
+
+  private readonly severityTexts = new Map<string, Uint8Array>();
+  private readonly eventNames = new Map<string, Uint8Array>();
+  private lastEventName = '';
+  private lastEventNameField: Uint8Array = new Uint8Array(0);
+  private lastObserved = -1n;
+  private lastObservedField: Uint8Array = new Uint8Array(0);
+  private readonly scratch = new ProtoWriter(1 << 10);
+
+  /**
+   * Attributes whose values are the same on every record of a kind (event type, category,
+   * OCSF class…), encoded together once: writeConstBlock() copies them in one go. Valid while
+   * `slotSpace` is the same.
+   */
+  constBlock(pairs: ReadonlyArray<readonly [string, AttrValue]>): ConstBlock {
+    const w = this.scratch;
+    w.reset();
+    const slots: NameSlot[] = [];
+    for (const [name, value] of pairs) {
+      if (value === undefined) continue;
+      const slot = this.slot(name);
+      slots.push(slot);
+      logRecordAttribute(w, slot.key, value);
+    }
+    return { bytes: Uint8Array.prototype.slice.call(w.buf, 0, w.pos), slots, space: this.slotSpace };
+  }
+
+  writeConstBlock(block: ConstBlock): void {
+    for (const slot of block.slots) slot.seen = this.generation;
+    this.w!.bytes(block.bytes);
+  }
+
+  /** The slot of an attribute name (callers may keep it while `slotSpace` is the same). */
+  slot(name: string): NameSlot {
+    let s = this.slots.get(name);
+    if (s === undefined) {
+      s = { key: keyFieldOf(name), seen: 0 };
+      this.slots.set(name, s);
+    }
+    return s;
+  }
+
+  has(name: string): boolean {
+    return this.slot(name).seen === this.generation;
+  }
+
+  hasSlot(slot: NameSlot): boolean {
+    return slot.seen === this.generation;
+  }
+
+  attr(name: string, value: AttrValue): void {
+    this.attrAt(this.slot(name), value);
+  }
+
+  private attrAt(slot: NameSlot, value: AttrValue): void {
+    slot.seen = this.generation;
+    if (value !== undefined) logRecordAttribute(this.w!, slot.key, value);
+  }
+
+  field(name: string, fields: RecordFields, i: number): void {
+    this.fieldAt(this.slot(name), fields, i);
+  }
+
+  /** field() by slot: a scanned line's string value is copied from its bytes. */
+  fieldAt(slot: NameSlot, fields: RecordFields, i: number): void {
+    if (fields instanceof FlatJsonLine) {
+      const kind = fields.kinds[i];
+      if (kind === KIND_STRING || kind === KIND_STRING_UTF8) {
+        slot.seen = this.generation;
+        this.w!.stringAttribute(T_LR_ATTRIBUTES, slot.key, fields.buf, fields.starts[i]!, fields.ends[i]!);
+        return;
+      }
+    }
+    this.attrAt(slot, fields.value(i) as AttrValue);
+  }
+
+  /** A string attribute from bytes [start, end) of a scanned line (a part of a field's value). */
+  rangeAttr(name: string, line: FlatJsonLine, start: number, end: number): void {
+    const slot = this.slot(name);
+    slot.seen = this.generation;
+    this.w!.stringAttribute(T_LR_ATTRIBUTES, slot.key, line.buf, start, end);
+  }
+
+  /**
+   * Forgets the record begun and not ended (its mapping failed half-way): the request is as it
+   * was before begin(). Nothing to do when no record is open.
+   */
+  abortRecord(): void {
+    const w = this.w;
+    if (w === null) return;
+    w.pos = this.recordOpen;
+    if (this.openedGroup !== undefined) {
+      // the record's resource had no other record: its group goes too
+      this.groups.delete(this.openedGroup);
+      w.reset();
+      if (this.spare.length < 8) this.spare.push(w);
+    }
+    this.w = null;
+  }
+
+  end(body: string): void {
+    const w = this.w!;
+    w.byte(T_LR_BODY);
+    const s = w.begin();
+    w.byte(T_AV_STRING);
+    w.string(body);
+    w.end(s);
+    w.end(this.recordStart);
+    this.w = null;
+    this.count++;
+  }
+
+  /**
+   * The request, or null when no record was written. It is a view into the writer's own buffer,
+   * valid until reset(): copy it to keep it.
+   */
+  finish(): Uint8Array | null {
+    if (this.count === 0) return null;
+    const groups = [...this.groups.values()];
+    for (const g of groups) endResourceLogs(g.w, g.open);
+    // one resource (the usual case): its writer already holds the whole request
+    if (groups.length === 1) return groups[0]!.w.buf.subarray(0, groups[0]!.w.pos);
+    for (const g of groups) this.joined.raw(g.w.buf, g.w.pos);
+    return this.joined.buf.subarray(0, this.joined.pos);
+  }
+}

@@ -1,0 +1,94 @@
+/** The fast path: mapDirect's sink, which hands attributes straight to the direct writer and keeps those the body reads. */
+import type { Family } from './mapping-file-schema.js';
+import type { AttrValue, ResourceDescriptor } from './log-record.js';
+import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
+import { ATTR_URL_PATH, ATTR_URL_QUERY, SEVERITY_NUMBER } from './semantic-conventions.js';
+import type { DirectRecordWriter } from './direct-record-writer.js';
+import type { AttributeSink, Route, Severity, TypePlan } from './mapping-plan.js';
+
+/** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
+export class DirectSink implements AttributeSink {
+  out!: DirectRecordWriter;
+  private observed = 0n;
+  private wanted: Map<string, string> | undefined;
+  /** The values the body reads, by output name (a handful per record: arrays, not a Map). */
+  private readonly capturedNames: string[] = [];
+  private readonly capturedValues: AttrValue[] = [];
+  private captured = 0;
+
+  constructor(private readonly bodyWanted: (plan: TypePlan, family: Family) => Map<string, string>) {}
+
+  start(out: DirectRecordWriter, observedTimeUnixNano: bigint): void {
+    this.out = out;
+    this.observed = observedTimeUnixNano;
+    this.wanted = undefined;
+    this.captured = 0;
+  }
+
+  head(plan: TypePlan, family: Family, resource: ResourceDescriptor, seconds: number, nanos: number, severity: Severity): void {
+    this.wanted = this.bodyWanted(plan, family);
+    this.out.begin(resource, seconds, nanos, this.observed, SEVERITY_NUMBER[severity], severity, plan.eventName);
+  }
+
+  has(name: string): boolean {
+    return this.out.has(name);
+  }
+
+  set(name: string, v: AttrValue): void {
+    this.out.attr(name, v);
+    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
+  }
+
+  setConstants(plan: TypePlan): boolean {
+    const out = this.out;
+    let block = plan.constBlock;
+    if (block === undefined || block.space !== out.slotSpace) {
+      // (a body never reads these; if one did, its value must be kept: set them one by one)
+      if (plan.constants.some(([k]) => this.wanted !== undefined && this.wanted.has(k))) return false;
+      block = plan.constBlock = out.constBlock(plan.constants);
+    }
+    out.writeConstBlock(block);
+    return true;
+  }
+
+  setField(name: string, f: RecordFields, i: number): void {
+    this.out.field(name, f, i);
+    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, f.value(i) as AttrValue);
+  }
+
+  setRequestUri(f: RecordFields, i: number): boolean {
+    // (a body that reads the request's path or query needs them as strings: the caller's way)
+    if (!(f instanceof FlatJsonLine) || (this.wanted !== undefined && (this.wanted.has(ATTR_URL_PATH) || this.wanted.has(ATTR_URL_QUERY)))) return false;
+    const start = f.starts[i]!;
+    const end = f.ends[i]!;
+    // '?' is ASCII: it never occurs inside a multi-byte UTF-8 sequence
+    let q = f.buf.indexOf(0x3f, start);
+    if (q >= end) q = -1;
+    this.out.rangeAttr(ATTR_URL_PATH, f, start, q === -1 ? end : q);
+    if (q !== -1) this.out.rangeAttr(ATTR_URL_QUERY, f, q + 1, end);
+    return true;
+  }
+
+  setRouted(r: Route, f: RecordFields, i: number): boolean {
+    const out = this.out;
+    if (r.slotSpace !== out.slotSpace) {
+      r.slot = out.slot(r.name);
+      r.slotSpace = out.slotSpace;
+    }
+    if (out.hasSlot(r.slot)) return false;
+    out.fieldAt(r.slot, f, i);
+    if ((r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) this.capture(r.name, f.value(i) as AttrValue);
+    return true;
+  }
+
+  private capture(name: string, v: AttrValue): void {
+    this.capturedNames[this.captured] = name;
+    this.capturedValues[this.captured++] = v;
+  }
+
+  /** A captured value by output name, the last one set (undefined when the record had none). */
+  read(name: string): AttrValue | undefined {
+    for (let i = this.captured - 1; i >= 0; i--) if (this.capturedNames[i] === name) return this.capturedValues[i];
+    return undefined;
+  }
+}

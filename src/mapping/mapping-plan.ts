@@ -1,0 +1,80 @@
+/** What the mapper compiles per event type (a plan, the route of each field) and where the mapping rules put attributes (a sink). */
+import type { EventTypeEntry } from './catalog.js';
+import type { Family } from './mapping-file-schema.js';
+import type { AttrValue, ResourceDescriptor } from './log-record.js';
+import type { FlatJsonLine, RecordFields } from '../decoding/flat-json-line.js';
+import type { ValueLookup } from './body-template.js';
+import type { SEVERITY_NUMBER } from './semantic-conventions.js';
+
+export type Severity = keyof typeof SEVERITY_NUMBER;
+
+/** What the mapper knows about one event type, compiled once. */
+export interface TypePlan {
+  eventType: string;
+  eventName: string;
+  entry: EventTypeEntry | undefined;
+  family: Family | undefined;
+  /** Source attribute → output name, for documented attributes with a `rename`. */
+  renames: ReadonlyMap<string, string>;
+  body: ((lookup: ValueLookup) => string) | undefined;
+  derived: ReadonlyArray<[string, AttrValue]>;
+  /** The event type and the derived attributes: the same on every record of the type. */
+  constants: ReadonlyArray<readonly [string, AttrValue]>;
+  /** Their encoding by the direct writer (DirectRecordWriter.constBlock). */
+  constBlock: { readonly space: object } | undefined;
+  target: EventTypeEntry['target'];
+  severity: Severity | undefined;
+  keep: boolean;
+  /** Source attribute → where it goes, per family (computed on first sight of each name). */
+  routes: Record<Family, Map<string, Route>>;
+  /**
+   * The same routes by the scanner's name ids (FlatJsonLine.nameId), for lines scanned by
+   * `idOwner`: an array index instead of a Map lookup per field.
+   */
+  routesById: Record<Family, Route[]>;
+  idOwner: FlatJsonLine | undefined;
+  /** Body placeholder → the output attribute it reads, per family. */
+  bodyFields: Record<Family, Map<string, string>>;
+  /** Output attribute → placeholder, for the attributes a body reads (mapDirect keeps their values). */
+  bodyWantedByFamily: Partial<Record<Family, Map<string, string>>>;
+}
+
+export const ROUTE_GENERIC = 0;
+export const ROUTE_SEMCONV = 1;
+export const ROUTE_REQUEST_URI = 2;
+export const ROUTE_URL_FULL = 3;
+export const ROUTE_SKIP = 4;
+
+export interface Route {
+  kind: number;
+  /** Output name (generic: tableau.<snake> or the catalog's rename; semconv: the target). */
+  name: string;
+  /** Not documented for this event type (counted as schema drift). */
+  unknown: boolean;
+  /** Whether the body reads `name` (mapDirect keeps its value); known after first use. */
+  wanted: boolean | undefined;
+  /** The direct writer's handle on `name`, and the writer's slot space it belongs to. */
+  slot: unknown;
+  slotSpace: object | undefined;
+}
+
+/** Where the mapping rules put attributes (an object, or an encoder writing them as they come). */
+export interface AttributeSink {
+  /** Called once the record's timestamp, severity and resource are known, before the first attribute. */
+  head?(plan: TypePlan, family: Family, resource: ResourceDescriptor, seconds: number, nanos: number, severity: Severity): void;
+  has(name: string): boolean;
+  set(name: string, value: AttrValue): void;
+  /** The plan's constant attributes (event type, derived ones) at once; false when the sink cannot (then set() each). */
+  setConstants?(plan: TypePlan): boolean;
+  /** Field i of the record, as it is, under `name`. */
+  setField(name: string, fields: RecordFields, i: number): void;
+  /**
+   * url.path and url.query from field i (a string), without building strings; false when the
+   * sink cannot (then the caller splits the value itself).
+   */
+  setRequestUri?(fields: RecordFields, i: number): boolean;
+  /** Field i under its route's name unless that name is taken on this record (then false, nothing set). */
+  setRouted?(r: Route, fields: RecordFields, i: number): boolean;
+  /** `name` (just set with set()) carries the value of the record's field `source` (for the tenant's overrides). */
+  from?(name: string, source: string): void;
+}

@@ -1,0 +1,24 @@
+/** What every source runner of one tenant shares: its pool, destinations, state, counters and settings. */
+import type { Destination } from '../export/destination.js';
+import type { Logger } from '../daemon/logger.js';
+import type { DaemonMetrics } from '../daemon/metrics.js';
+import type { DeadLetterStore } from './dead-letter-store.js';
+import type { PipelineStats } from './pipeline-stats.js';
+import type { EncodeWorkerPool } from './worker-pool.js';
+import type { CheckpointSaver } from './checkpoint-saver.js';
+import type { PipelineSettings } from './pipeline-settings.js';
+
+export interface TenantContext {
+  tenantId: string;
+  /** Replaced after a reload (the next batches go to the new pool). */
+  pool: EncodeWorkerPool;
+  destinations: Destination[];
+  deadLetters: DeadLetterStore;
+  checkpoints: CheckpointSaver;
+  stats: PipelineStats;
+  log: Logger;
+  settings: PipelineSettings;
+  metrics?: DaemonMetrics;
+  /** Unknown event types / attributes already logged for this tenant. */
+  driftSeen: Set<string>;
+}
