@@ -6,8 +6,8 @@ import { runCommand, EXIT_CONFIG } from './daemon/run-command.js';
 import { mapCommand } from './daemon/map-command.js';
 import { validateCommand } from './daemon/validate-command.js';
 import { replayCommand, ReplayUsageError, EXIT_REPLAY_USAGE } from './daemon/replay-command.js';
-import { scrubSecrets } from './daemon/secrets.js';
-import { parseDuration } from './util/duration.js';
+import { scrubSecrets } from './core/redaction.js';
+import { parseDuration } from './core/duration.js';
 import { parseListenAddress } from './daemon/http-server.js';
 import { stringify } from 'yaml';
 

@@ -3,7 +3,7 @@ import { describe, it, expect } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, formatPretty, resolveLogFormat, routeProcessWarnings } from '../src/daemon/logger.js';
-import { registerSecrets, scrubSecrets, secretsOfDocument, secretsOfEnvironment } from '../src/daemon/secrets.js';
+import { registerSecrets, scrubSecrets, secretsOfDocument, secretsOfEnvironment } from '../src/core/redaction.js';
 import { parseListenAddress, formatListenAddress } from '../src/daemon/http-server.js';
 import { progressFigures, progressLine, duration, bytes, ProgressReporter } from '../src/daemon/progress.js';
 import { StatusArea, fit } from '../src/daemon/terminal.js';

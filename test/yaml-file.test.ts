@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { runCli } from './support/cli-process.js';
 import { tempDir } from './support/activity-fixtures.js';
 import { parseConfig } from '../src/daemon/config.js';
-import { FileError } from '../src/util/yaml-file.js';
+import { FileError } from '../src/core/yaml-file.js';
 
 function problemsOf(text: string): string[] {
   try {

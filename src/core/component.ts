@@ -1,6 +1,6 @@
 /** The settings every component (source or destination) is created with, besides its own config. */
-import type { Logger } from '../daemon/logger.js';
-import type { DaemonMetrics } from '../daemon/metrics.js';
+import type { Logger } from './logger.js';
+import type { PipelineMetrics } from './metrics.js';
 
 export interface ComponentSettings {
   /** The component's id within its tenant (a source's checkpoint key). */
@@ -10,5 +10,5 @@ export interface ComponentSettings {
   baseDir: string;
   env: NodeJS.ProcessEnv;
   log: Logger;
-  metrics?: DaemonMetrics | undefined;
+  metrics?: PipelineMetrics | undefined;
 }

@@ -14,9 +14,9 @@ import { z } from 'zod';
 import { dirname, resolve } from 'node:path';
 import { sourceConfigSchema } from '../sources/source-registry.js';
 import { destinationConfigSchema } from '../export/destination-registry.js';
-import { parseYaml, readTextFile, validateYaml } from '../util/yaml-file.js';
-import { substituteEnvInYaml } from './env-substitution.js';
-import { durationSchema } from '../util/duration.js';
+import { parseYaml, readTextFile, validateYaml } from '../core/yaml-file.js';
+import { substituteEnvInYaml } from '../core/env-substitution.js';
+import { durationSchema } from '../core/duration.js';
 import { parseListenAddress } from './http-server.js';
 import { parseCidr } from './address-ranges.js';
 

@@ -27,7 +27,7 @@ import type { BackoffPolicy } from '../core/backoff.js';
 import type { Logger } from './logger.js';
 import type { DaemonMetrics } from './metrics.js';
 import { connectorScope } from './version.js';
-import { registerSecrets, secretsOfEnvironment } from './secrets.js';
+import { registerSecrets, secretsOfEnvironment } from '../core/redaction.js';
 import { DaemonPool } from './daemon-pool.js';
 import { DestinationHealthRegistry } from './destination-health-registry.js';
 import { planChanges, preparePlan, type Plan, type ReloadOutcome, type TenantPlan } from './reload-plan.js';

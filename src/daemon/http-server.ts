@@ -16,7 +16,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.js';
-import { scrubSecrets } from './secrets.js';
+import { scrubSecrets } from '../core/redaction.js';
 import { AddressRanges, LOOPBACK_RANGES } from './address-ranges.js';
 
 export interface ListenAddress {

@@ -12,7 +12,7 @@
  * scrubbed of the secret values the configuration names (see secrets.ts) before it is written.
  */
 import { pino, type Logger } from 'pino';
-import { scrubSecrets } from './secrets.js';
+import { scrubSecrets } from '../core/redaction.js';
 import { stderrStatusArea, type StatusArea } from './terminal.js';
 
 export type { Logger };
@@ -57,9 +57,7 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', op
   );
 }
 
-export function silentLogger(): Logger {
-  return pino({ level: 'silent' });
-}
+export { silentLogger } from '../core/logger.js';
 
 const LEVEL_COLOR: Record<string, string> = { trace: '90', debug: '36', info: '32', warn: '33', error: '31', fatal: '35' };
 const FIRST_KEYS = ['tenant', 'source', 'destination', 'object'];

@@ -11,6 +11,7 @@
  * (or object key), capped; attribute: the records' field names, capped (and by the drift limit);
  * reason: the dead-letter reason's opening words (reasonLabel), capped.
  */
+import type { PipelineMetrics } from '../core/metrics.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type LabelValues } from 'prom-client';
 
 /** Labels whose values come from the data. */
@@ -83,7 +84,7 @@ function withDataLabelCap<T extends string>(counter: Counter<T>, cap: DataLabelC
   return counter;
 }
 
-export class DaemonMetrics {
+export class DaemonMetrics implements PipelineMetrics {
   readonly registry = new Registry();
   readonly eventsRead: Counter<'tenant' | 'source'>;
   readonly eventsExported: Counter<'tenant' | 'destination'>;
@@ -160,16 +161,4 @@ export class DaemonMetrics {
 }
 
 /** What a source may report about itself, with its tenant and source labels bound. */
-export interface SourceMetrics {
-  request(operation: string): void;
-  newestPartition(hourStartSeconds: number): void;
-}
-
-export function sourceMetrics(m: DaemonMetrics | undefined, tenant: string, source: () => string): SourceMetrics {
-  return {
-    request: (operation) => m?.sourceRequests.inc({ tenant, source: source(), operation }),
-    newestPartition: (t) => m?.newestPartition.set({ tenant, source: source() }, t),
-  };
-}
-
-export const NO_SOURCE_METRICS: SourceMetrics = { request: () => undefined, newestPartition: () => undefined };
+export { sourceMetrics, NO_SOURCE_METRICS, type SourceMetrics } from '../core/metrics.js';

@@ -12,7 +12,7 @@ import { DEFAULT_PIPELINE_SETTINGS, type PipelineSettings } from '../pipeline/pi
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
 import type { LoadedConfig, TenantConfig } from './config.js';
 import { loadTenantOverrides, overridesPath } from './tenant-runtime.js';
-import { registerSecrets, secretsOfDocument } from './secrets.js';
+import { registerSecrets, secretsOfDocument } from '../core/redaction.js';
 
 export const ONCE_DEFAULT_RETRY_MS = 5 * 60_000;
 

@@ -36,8 +36,8 @@ import { deadLetterFiles, readDeadLetterFile, ReplayRecordStore, type BadLineLet
 import { reasonLabel } from '../pipeline/source-runner.js';
 import { pipelineSettings } from './daemon.js';
 import { connectorScope } from './version.js';
-import { registerSecrets, scrubSecrets, secretsOfDocument, secretsOfEnvironment } from './secrets.js';
-import { parseDuration } from '../util/duration.js';
+import { registerSecrets, scrubSecrets, secretsOfDocument, secretsOfEnvironment } from '../core/redaction.js';
+import { parseDuration } from '../core/duration.js';
 
 export interface ReplayOptions {
   tenant?: string;

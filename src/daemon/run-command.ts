@@ -22,7 +22,7 @@ import { Daemon, pipelineSettings as daemonPipelineSettings } from './daemon.js'
 import { DEFAULT_LISTEN_ADDRESS, ListenError, parseListenAddress, startHttpServer, type RunningHttpServer } from './http-server.js';
 import { ProgressReporter } from './progress.js';
 import { stderrStatusArea } from './terminal.js';
-import { scrubSecrets } from './secrets.js';
+import { scrubSecrets } from '../core/redaction.js';
 import { securityWarnings } from './security-warnings.js';
 
 export interface RunOptions {

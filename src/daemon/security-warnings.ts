@@ -13,7 +13,7 @@
  * port: never a user name, password, path or query).
  */
 import type { DaemonConfig } from './config.js';
-import { isCredentialHeader } from './secrets.js';
+import { isCredentialHeader } from '../core/redaction.js';
 
 export interface SecurityWarning {
   msg: string;

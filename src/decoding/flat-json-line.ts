@@ -11,7 +11,7 @@
  * name, a syntax error) makes it return false and the caller parses that line with JSON.parse,
  * whose result (or error message) is the reference.
  */
-import type { AttrValue } from '../mapping/log-record.js';
+import type { AttrValue } from './json-value.js';
 import { integerLiteral } from './exact-json.js';
 
 export const KIND_STRING = 1;

@@ -9,9 +9,9 @@ import { z } from 'zod';
 import type { Destination } from './destination.js';
 import type { DestinationDescriptor, DestinationImplementation, DestinationSettings } from './destination-type.js';
 import type { InstrumentationScopeInfo } from '../mapping/log-record.js';
-import type { Logger } from '../daemon/logger.js';
-import type { DaemonMetrics } from '../daemon/metrics.js';
-import { silentLogger } from '../daemon/logger.js';
+import type { Logger } from '../core/logger.js';
+import type { PipelineMetrics } from '../core/metrics.js';
+import { silentLogger } from '../core/logger.js';
 import { DESTINATION_TYPES } from './destination-types.js';
 
 export { DESTINATION_TYPES } from './destination-types.js';
@@ -34,7 +34,7 @@ export interface DestinationBuildContext {
   /** Where `tokenEnv`/`apiKeyEnv` are looked up (default: process.env). */
   env?: NodeJS.ProcessEnv;
   log?: Logger;
-  metrics?: DaemonMetrics | undefined;
+  metrics?: PipelineMetrics | undefined;
 }
 
 const loaded = new Map<string, DestinationImplementation<never>>();

@@ -4,7 +4,7 @@
  *   `user {user} [{groupOperation}] user {userLuid} [in group {groupName|groupLuid}]`
  * Compiled once per event type into a function over the record.
  */
-import { jsonText } from '../util/json-text.js';
+import { jsonText } from '../core/json-text.js';
 
 export type ValueLookup = (name: string) => unknown;
 

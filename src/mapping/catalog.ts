@@ -13,7 +13,7 @@ import {
   type EventMappingFile,
   type Family,
 } from './mapping-file-schema.js';
-import { FileError, loadYamlFile, parseYaml, positionOf, readTextFile, validateYaml } from '../util/yaml-file.js';
+import { FileError, loadYamlFile, parseYaml, positionOf, readTextFile, validateYaml } from '../core/yaml-file.js';
 import { compileTemplate, templateFields, TemplateError } from './body-template.js';
 import { snakeCase, DERIVED_ATTRIBUTES } from './attribute-names.js';
 import { readCatalogSnapshot } from './catalog-snapshot.js';

@@ -1,10 +1,8 @@
 /** The mapper's output: one OpenTelemetry log record, independent of any exporter's types. */
 
-/**
- * A record's value. An integer literal beyond 2^53 (which a double cannot hold exactly) is a
- * `bigint` with its exact digits; every other number is a `number` (see docs/mapping.md, Integers).
- */
-export type AttrValue = string | number | bigint | boolean | AttrValue[] | { [key: string]: AttrValue | null } | null;
+/** A record's value (decoding/json-value.ts: a bigint where an integer needs more than 53 bits). */
+export type { AttrValue } from '../decoding/json-value.js';
+import type { AttrValue } from '../decoding/json-value.js';
 
 export const INT64_MAX = 9223372036854775807n;
 export const INT64_MIN = -9223372036854775808n;

@@ -17,7 +17,7 @@ import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { eventTimeParts, fitsUnixNanos, parseEventTimeParts, toUnixNanos } from './event-time.js';
 import { compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
-import { jsonText } from '../util/json-text.js';
+import { jsonText } from '../core/json-text.js';
 import {
   ATTR_ERROR_TYPE,
   ATTR_LOG_RECORD_UID,

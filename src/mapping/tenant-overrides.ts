@@ -23,11 +23,11 @@
 import { z } from 'zod';
 import { createHmac } from 'node:crypto';
 import { severitySchema, type SeverityName } from './mapping-file-schema.js';
-import { globMatcher } from '../util/glob.js';
-import { FileError, parseYaml, positionOf, readTextFile, validateYaml } from '../util/yaml-file.js';
-import { substituteEnvInYaml } from '../daemon/env-substitution.js';
+import { globMatcher } from '../core/glob.js';
+import { FileError, parseYaml, positionOf, readTextFile, validateYaml } from '../core/yaml-file.js';
+import { substituteEnvInYaml } from '../core/env-substitution.js';
 import type { AttrValue } from './log-record.js';
-import { jsonText } from '../util/json-text.js';
+import { jsonText } from '../core/json-text.js';
 import { outputNamesOf, type Catalog } from './catalog.js';
 import { DERIVED_ATTRIBUTES } from './attribute-names.js';
 

@@ -4,7 +4,7 @@
  * acknowledgements of the save in progress are lost: those batches are sent again). A failed
  * save (disk full) pauses reading until a save succeeds.
  */
-import type { Logger } from '../daemon/logger.js';
+import type { Logger } from '../core/logger.js';
 import type { CheckpointStore, SourceCheckpoint } from './checkpoint-store.js';
 import type { DeadLetterStore } from './dead-letter-store.js';
 

@@ -11,7 +11,7 @@
 import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, fstatSync, ftruncateSync, readdirSync, existsSync, readFileSync, createReadStream } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { scrubSecrets } from '../daemon/secrets.js';
+import { scrubSecrets } from '../core/redaction.js';
 
 export interface BadLineLetter {
   kind: 'line';

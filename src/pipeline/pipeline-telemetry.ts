@@ -6,8 +6,8 @@
  */
 import type { SourceObject } from '../sources/source.js';
 import type { DeliveryResult } from '../export/delivery.js';
-import type { Logger } from '../daemon/logger.js';
-import type { DaemonMetrics } from '../daemon/metrics.js';
+import type { Logger } from '../core/logger.js';
+import type { PipelineMetrics } from '../core/metrics.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { ChunkResult } from './chunk-processor.js';
 
@@ -38,7 +38,7 @@ export interface TelemetryTarget {
   tenantId: string;
   sourceId: string;
   stats: PipelineStats;
-  metrics?: DaemonMetrics | undefined;
+  metrics?: PipelineMetrics | undefined;
   /** The source's logger. */
   log: Logger;
   /** Unknown event types / attributes already logged for this tenant. */
@@ -55,7 +55,7 @@ export class PipelineTelemetry {
   private readonly tenant: string;
   private readonly source: string;
   private readonly stats: PipelineStats;
-  private readonly metrics: DaemonMetrics | undefined;
+  private readonly metrics: PipelineMetrics | undefined;
   private readonly log: Logger;
   private readonly driftSeen: Set<string>;
 

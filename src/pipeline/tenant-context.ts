@@ -1,7 +1,7 @@
 /** What every source runner of one tenant shares: its pool, destinations, state, counters and settings. */
 import type { Destination } from '../export/destination.js';
-import type { Logger } from '../daemon/logger.js';
-import type { DaemonMetrics } from '../daemon/metrics.js';
+import type { Logger } from '../core/logger.js';
+import type { PipelineMetrics } from '../core/metrics.js';
 import type { DeadLetterStore } from './dead-letter-store.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { EncodeWorkerPool } from './worker-pool.js';
@@ -18,7 +18,7 @@ export interface TenantContext {
   stats: PipelineStats;
   log: Logger;
   settings: PipelineSettings;
-  metrics?: DaemonMetrics;
+  metrics?: PipelineMetrics;
   /** Unknown event types / attributes already logged for this tenant. */
   driftSeen: Set<string>;
 }

@@ -7,8 +7,8 @@
 import type { z } from 'zod';
 import type { Source } from './source.js';
 import type { ComponentSettings } from '../core/component.js';
-import { sourceMetrics, type SourceMetrics } from '../daemon/metrics.js';
-import type { Logger } from '../daemon/logger.js';
+import { sourceMetrics, type SourceMetrics } from '../core/metrics.js';
+import type { Logger } from '../core/logger.js';
 
 /** A source's config schema: an object with its `type` literal (the union's discriminator) and an optional `name`. */
 export type SourceConfigSchema = z.ZodObject<{ type: z.ZodLiteral<string>; name: z.ZodOptional<z.ZodString> } & z.core.$ZodLooseShape>;

@@ -5,7 +5,7 @@
  * checkpointing; a source only knows where objects are.
  */
 import { createHash } from 'node:crypto';
-import type { FileIdentity, SourceCheckpoint } from '../pipeline/checkpoint-store.js';
+import type { FileIdentity, SourceCheckpoint } from './source-checkpoint.js';
 
 export interface SourceObject {
   /** Key relative to the source (path or S3 key): names the object in checkpoints, logs and dead letters. */

@@ -1,11 +1,11 @@
 /**
  * The one redactor of the HTTP destinations: every reason and response excerpt a destination
  * returns passes through it, with every secret it knows (tokens, keys, the values of configured
- * credential headers) replaced by `[redacted]`, as the daemon's scrubber does (daemon/secrets.ts,
+ * credential headers) replaced by `[redacted]`, as the daemon's scrubber does (core/redaction.ts,
  * the second guard: the logger and the dead-letter store scrub registered secrets too).
  * Excerpts are capped so an answer cannot flood a log line or a dead letter.
  */
-import { isCredentialHeader, REDACTED } from '../../daemon/secrets.js';
+import { isCredentialHeader, REDACTED } from '../../core/redaction.js';
 
 /** Most characters of what the destination said kept in a reason. */
 export const DETAIL_CHARS = 200;
@@ -53,7 +53,7 @@ export class Redactor {
   }
 }
 
-/** The values of the credential headers among these (daemon/secrets.ts's isCredentialHeader: Authorization, *-api-key, *-token…). */
+/** The values of the credential headers among these (core/redaction.ts's isCredentialHeader: Authorization, *-api-key, *-token…). */
 export function headerSecrets(headers: Record<string, string>): string[] {
   return Object.entries(headers)
     .filter(([k]) => isCredentialHeader(k))

@@ -5,7 +5,7 @@
  * deprecation warning logged once.
  */
 import { z } from 'zod';
-import { durationSchema } from '../../util/duration.js';
+import { durationSchema } from '../../core/duration.js';
 import type { DestinationSettings } from '../destination-type.js';
 import type { TlsOptions } from './client.js';
 

@@ -5,7 +5,7 @@
  * of the time went; see docs/performance.md).
  */
 import { fitsInt64, type AttrValue, type InstrumentationScopeInfo, type MappedLogRecord, type ResourceDescriptor } from '../../mapping/log-record.js';
-import { jsonText } from '../../util/json-text.js';
+import { jsonText } from '../../core/json-text.js';
 import { T_REQ_RESOURCE_LOGS, T_RL_RESOURCE, T_RL_SCOPE_LOGS, T_RES_ATTRIBUTES, T_SL_SCOPE, T_SL_LOG_RECORDS, T_SCOPE_NAME, T_SCOPE_VERSION, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_KV_VALUE, T_AV_STRING, T_AV_BOOL, T_AV_INT, T_AV_DOUBLE, T_AV_ARRAY, T_AV_KVLIST, T_LIST_VALUES, ProtoWriter } from './writer.js';
 
 /**

@@ -36,3 +36,8 @@ export function resolveProtocol(configured: OtlpProtocol | undefined, env: NodeJ
   if (fromEnv === 'http/json') return 'http/json';
   return 'http/protobuf';
 }
+
+/** The body an otlp destination sends: protobuf, or JSON for `http/json` (its `protocol` or OTEL_EXPORTER_OTLP_*_PROTOCOL). */
+export function otlpEncodingSpec(config: OtlpDestinationConfig, env: NodeJS.ProcessEnv): { kind: 'otlp-json' | 'otlp-protobuf' } {
+  return resolveProtocol(config.protocol, env) === 'http/json' ? { kind: 'otlp-json' } : { kind: 'otlp-protobuf' };
+}

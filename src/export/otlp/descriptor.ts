@@ -1,6 +1,6 @@
 /** `type: otlp`: OTLP/HTTP, protobuf (default) or JSON. The destination itself: destination.ts. */
 import { defineDestination } from '../destination-type.js';
-import { otlpDestinationConfigSchema, resolveProtocol } from './config.js';
+import { otlpDestinationConfigSchema, otlpEncodingSpec } from './config.js';
 import { otlpJsonEncoding, otlpProtobufEncoding } from './encoding.js';
 
 export const otlpDescriptor = defineDestination({
@@ -8,7 +8,7 @@ export const otlpDescriptor = defineDestination({
   configSchema: otlpDestinationConfigSchema,
   capabilities: { http: true, probe: true },
   encoding: {
-    specFromConfig: (config, env) => (resolveProtocol(config.protocol, env) === 'http/json' ? { kind: 'otlp-json' } : { kind: 'otlp-protobuf' }),
+    specFromConfig: otlpEncodingSpec,
     types: [otlpProtobufEncoding, otlpJsonEncoding],
   },
   // OpenTelemetry JS's exporter base (its configuration resolution) loads only for otlp destinations

@@ -18,9 +18,8 @@ import { HttpTransport } from '../http/transport.js';
 import { headerSecrets } from '../http/redactor.js';
 import { resolveHttpSettings } from '../http/settings.js';
 import type { HttpAuth } from '../http/auth.js';
-import { silentLogger } from '../../daemon/logger.js';
-import { logsUrl, resolveProtocol, type OtlpDestinationConfig } from './config.js';
-import { otlpDescriptor } from './descriptor.js';
+import { silentLogger } from '../../core/logger.js';
+import { logsUrl, otlpEncodingSpec, resolveProtocol, type OtlpDestinationConfig } from './config.js';
 
 export { logsUrl, resolveProtocol, otlpDestinationConfigSchema, otlpProtocolSchema, type OtlpDestinationConfig, type OtlpProtocol } from './config.js';
 
@@ -58,7 +57,7 @@ export class OtlpDestination implements Destination {
     const env = settings.env ?? process.env;
     const http = resolveHttpSettings(config, { log: settings.log ?? silentLogger() });
     const protocol = resolveProtocol(config.protocol, env);
-    this.encoding = otlpDescriptor.encoding.specFromConfig(config, env);
+    this.encoding = otlpEncodingSpec(config, env);
     const options = {
       ...(config.endpoint ? { url: logsUrl(config.endpoint) } : {}),
       ...(config.headers ? { headers: config.headers } : {}),

@@ -3,7 +3,7 @@
  * the config itself: `tokenEnv` names the environment variable that holds it.
  */
 import { z } from 'zod';
-import { durationSchema } from '../../util/duration.js';
+import { durationSchema } from '../../core/duration.js';
 import { compressionSchema, httpSettingsShape } from '../http/settings.js';
 
 export const HEC_DEFAULT_MAX_REQUEST_BYTES = 1_000_000;

@@ -15,7 +15,7 @@ import type { DestinationSettings } from '../destination-type.js';
 import { secretFromEnv } from '../http/auth.js';
 import type { HttpResponse } from '../http/client.js';
 import type { AnswerDetail } from '../http/transport.js';
-import { silentLogger } from '../../daemon/logger.js';
+import { silentLogger } from '../../core/logger.js';
 import type { SplunkHecDestinationConfig } from './config.js';
 import { hecEncodingSpec, HecRequestBuilder } from './request.js';
 

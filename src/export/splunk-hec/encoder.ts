@@ -15,7 +15,7 @@
 import { gzipSync } from 'node:zlib';
 import type { AttrValue, MappedLogRecord } from '../../mapping/log-record.js';
 import type { EncodeResult } from '../encodings.js';
-import { jsonText } from '../../util/json-text.js';
+import { jsonText } from '../../core/json-text.js';
 
 export interface SplunkHecEncoding {
   kind: 'splunk-hec';

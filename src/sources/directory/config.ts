@@ -1,6 +1,6 @@
 /** The `directory` source's configuration: its options, their defaults and rules, and its id. */
 import { z } from 'zod';
-import { durationSchema } from '../../util/duration.js';
+import { durationSchema } from '../../core/duration.js';
 
 export const directorySourceConfigSchema = z
   .object({

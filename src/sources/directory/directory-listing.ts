@@ -8,7 +8,7 @@
  */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from '../../daemon/logger.js';
+import type { Logger } from '../../core/logger.js';
 
 export interface ListedFile {
   /** Path relative to the root, `/`-separated. */

@@ -24,8 +24,8 @@
  */
 import { resolve } from 'node:path';
 import type { Source, SourceObject } from '../source.js';
-import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../../pipeline/checkpoint-store.js';
-import type { Logger } from '../../daemon/logger.js';
+import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../source-checkpoint.js';
+import type { Logger } from '../../core/logger.js';
 import { parseObjectKey } from '../../decoding/object-key.js';
 import { fileChunks } from './file-chunks.js';
 import { listFiles, type ListedFile } from './directory-listing.js';

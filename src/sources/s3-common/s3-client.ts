@@ -16,7 +16,7 @@ import { S3Client, ListObjectsV2Command, type ListObjectsV2CommandOutput } from 
 import { fromNodeProviderChain, fromTemporaryCredentials } from '@aws-sdk/credential-providers';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
-import type { SourceMetrics } from '../../daemon/metrics.js';
+import type { SourceMetrics } from '../../core/metrics.js';
 
 export { awsCredentialsShape, checkAwsCredentials } from './aws-credentials-config.js';
 

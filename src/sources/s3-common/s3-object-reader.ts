@@ -14,8 +14,8 @@
  */
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import type { SourceMetrics } from '../../daemon/metrics.js';
-import type { Logger } from '../../daemon/logger.js';
+import type { SourceMetrics } from '../../core/metrics.js';
+import type { Logger } from '../../core/logger.js';
 import { Backoff, BACKOFF_DEFAULTS } from '../../core/backoff.js';
 import { sleep } from '../../core/sleep.js';
 import { isAccessError, isCredentialError, isKmsError, kmsKeyIn, s3ErrorInfo, type S3ErrorInfo } from './s3-client.js';

@@ -1,6 +1,6 @@
 /** The `s3-sqs` source's configuration (apart from the source, so that a configuration loads without the AWS SDK). */
 import { z } from 'zod';
-import { durationSchema } from '../../util/duration.js';
+import { durationSchema } from '../../core/duration.js';
 import { awsCredentialsShape, checkAwsCredentials } from '../s3-common/aws-credentials-config.js';
 
 const bucketName = z.string().min(3).max(63).regex(/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/, 'not a valid S3 bucket name');

@@ -1,6 +1,6 @@
 /** The `s3` source's configuration (apart from the source, so that a configuration loads without the AWS SDK). */
 import { z } from 'zod';
-import { durationSchema } from '../../util/duration.js';
+import { durationSchema } from '../../core/duration.js';
 import { awsCredentialsShape, checkAwsCredentials } from '../s3-common/aws-credentials-config.js';
 import { normalizedPrefix, parseTimeBound } from '../s3-common/s3-partitions.js';
 

@@ -22,9 +22,9 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Source, SourceObject } from '../source.js';
 import type { SourceContext } from '../source-descriptor.js';
-import type { SourceCheckpoint } from '../../pipeline/checkpoint-store.js';
-import type { SourceMetrics } from '../../daemon/metrics.js';
-import type { Logger } from '../../daemon/logger.js';
+import type { SourceCheckpoint } from '../source-checkpoint.js';
+import type { SourceMetrics } from '../../core/metrics.js';
+import type { Logger } from '../../core/logger.js';
 import { createS3Client, SdkS3Lister, type S3Lister } from '../s3-common/s3-client.js';
 import { readS3Object, type S3ObjectReaderOptions } from '../s3-common/s3-object-reader.js';
 import { addHours, discoverRoots, normalizedPrefix, hourFromMs, hourToMs, limiter, listRootObjects, parseTimeBound, type Hour, type PartitionObject, type PartitionRoot } from '../s3-common/s3-partitions.js';

@@ -1,6 +1,6 @@
 /** The `tcm` source's configuration: its options, their defaults and rules, and its id. */
 import { z } from 'zod';
-import { durationSchema } from '../../util/duration.js';
+import { durationSchema } from '../../core/duration.js';
 import { DEFAULT_TCM_MAX_RESPONSE_BYTES } from './tcm-client.js';
 import { DOWNLOAD_HOST_PATTERN } from './download-guard.js';
 

@@ -27,8 +27,8 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { SourceMetrics } from '../../daemon/metrics.js';
-import type { Logger } from '../../daemon/logger.js';
+import type { SourceMetrics } from '../../core/metrics.js';
+import type { Logger } from '../../core/logger.js';
 import { Backoff, BACKOFF_DEFAULTS, type BackoffPolicy } from '../../core/backoff.js';
 import { answerClass, parseRetryAfter } from '../../core/http-answers.js';
 import { sleep } from '../../core/sleep.js';

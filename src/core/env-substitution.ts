@@ -8,7 +8,7 @@
  * validation error quotes a value as it is written in the file (`${TCM_PAT}`), never the
  * variable's value (the PAT).
  */
-import { FileError, formatPath, positionOf, type ParsedYaml, type Substitution } from '../util/yaml-file.js';
+import { FileError, formatPath, positionOf, type ParsedYaml, type Substitution } from './yaml-file.js';
 export interface SubstitutionProblem {
   path: PropertyKey[];
   message: string;

@@ -21,7 +21,7 @@ export interface ParsedYaml {
   doc: Document.Parsed;
   lines: LineCounter;
   value: unknown;
-  /** The strings `${VAR}` substitution changed (see daemon/env-substitution.ts). */
+  /** The strings `${VAR}` substitution changed (see core/env-substitution.ts). */
   substitutions?: Substitution[];
 }
 

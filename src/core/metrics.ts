@@ -1,0 +1,42 @@
+/**
+ * The metrics the pipeline and its components write to: the interface, not the registry. The
+ * daemon's DaemonMetrics (daemon/metrics.ts: prom-client registry, label caps, `/metrics`)
+ * implements it; code below the daemon sees only these instruments.
+ */
+import type { Counter, Gauge, Histogram } from 'prom-client';
+
+/** The instruments of the pipeline, its sources and destinations (names and labels in docs/operations.md). */
+export interface PipelineMetrics {
+  readonly eventsRead: Counter<'tenant' | 'source'>;
+  readonly eventsExported: Counter<'tenant' | 'destination'>;
+  readonly eventsByType: Counter<'tenant' | 'event_type'>;
+  readonly eventsDeadLettered: Counter<'tenant' | 'source' | 'reason'>;
+  readonly eventsDroppedByOverride: Counter<'tenant' | 'event_type'>;
+  readonly exportRetries: Counter<'tenant' | 'destination'>;
+  readonly batchesDeadLettered: Counter<'tenant' | 'destination'>;
+  readonly entriesTruncated: Counter<'tenant' | 'destination'>;
+  readonly objectsRead: Counter<'tenant' | 'source'>;
+  readonly bytesRead: Counter<'tenant' | 'source'>;
+  readonly sourceRequests: Counter<'tenant' | 'source' | 'operation'>;
+  readonly newestPartition: Gauge<'tenant' | 'source'>;
+  readonly exportLatency: Histogram<'tenant' | 'destination'>;
+  readonly objectDuration: Histogram<'tenant' | 'source'>;
+  readonly unknownEventTypes: Counter<'tenant' | 'event_type'>;
+  readonly unknownAttributes: Counter<'tenant' | 'event_type' | 'attribute'>;
+}
+
+/** What a source reports besides the pipeline's counts: its requests and the newest partition it reached. */
+export interface SourceMetrics {
+  request(operation: string): void;
+  newestPartition(hourStartSeconds: number): void;
+}
+
+/** A source's metrics, labelled with its tenant and id (`source` is read when it reports: ids can be set late). */
+export function sourceMetrics(m: PipelineMetrics | undefined, tenant: string, source: () => string): SourceMetrics {
+  return {
+    request: (operation) => m?.sourceRequests.inc({ tenant, source: source(), operation }),
+    newestPartition: (t) => m?.newestPartition.set({ tenant, source: source() }, t),
+  };
+}
+
+export const NO_SOURCE_METRICS: SourceMetrics = { request: () => undefined, newestPartition: () => undefined };
