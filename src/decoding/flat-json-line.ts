@@ -4,7 +4,7 @@
  * up front: field names are interned (looked up by their bytes, so the same name is the same JS
  * string on every line), and values stay byte ranges until someone asks for one. The OTLP
  * protobuf writer copies string values straight from these bytes (see
- * export/otlp-protobuf-encoder.ts), so most values never become JS strings at all.
+ * export/otlp-protobuf/direct-writer.ts), so most values never become JS strings at all.
  *
  * `scan()` accepts only what it can represent exactly as JSON.parse would; anything else (an
  * escape sequence, a nested object or array, invalid UTF-8, a duplicate or numeric-looking

@@ -29,7 +29,7 @@ export interface EncodingType<S extends EncodingSpec = EncodingSpec> {
   encoderFactory(spec: S, scope: InstrumentationScopeInfo): Encoder;
   /**
    * The chunk processor may write this encoding's body straight from the raw lines, without
-   * building mapped records first (the OTLP protobuf writer, see otlp-protobuf-encoder.ts).
+   * building mapped records first (the OTLP protobuf writer, see otlp-protobuf/direct-writer.ts).
    */
   direct: boolean;
 }

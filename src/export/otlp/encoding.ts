@@ -1,10 +1,11 @@
 /**
  * The OTLP encodings the encode workers produce: `otlp-protobuf` (our direct protobuf writer,
- * otlp-protobuf-encoder.ts) and `otlp-json` (OpenTelemetry JS's JSON serializer, loaded on
+ * otlp-protobuf/) and `otlp-json` (OpenTelemetry JS's JSON serializer, loaded on
  * first use, otel-log-records.ts). The file destination writes `otlp-json` too.
  */
 import { defineEncoding } from '../destination-type.js';
-import { encodeLogsRequest, ProtoWriter } from '../otlp-protobuf-encoder.js';
+import { ProtoWriter } from '../otlp-protobuf/writer.js';
+import { encodeLogsRequest } from '../otlp-protobuf/object-encoder.js';
 import { OtelLogRecordBuilder, otlpJsonRequest } from '../otel-log-records.js';
 
 export interface OtlpProtobufEncoding {
