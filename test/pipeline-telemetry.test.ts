@@ -18,7 +18,7 @@ import { CheckpointSaver } from '../src/pipeline/checkpoint-saver.js';
 import { DEFAULT_PIPELINE_SETTINGS } from '../src/pipeline/pipeline-settings.js';
 import { SourceRunner } from '../src/pipeline/source-runner.js';
 import { EncodeWorkerPool } from '../src/pipeline/worker-pool.js';
-import { OtlpDestination } from '../src/export/otlp-destination.js';
+import { OtlpDestination } from '../src/export/otlp/destination.js';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { createLogger } from '../src/daemon/logger.js';
 import { DaemonMetrics } from '../src/daemon/metrics.js';
