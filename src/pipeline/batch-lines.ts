@@ -13,6 +13,8 @@ export interface BatchLine {
   /** Byte range in the segment, without the newline (and a CR before it). */
   from: number;
   end: number;
+  /** Where the next line starts (after this one's newline). */
+  next: number;
   blank: boolean;
 }
 
@@ -35,10 +37,15 @@ export interface LineRange {
  * a line number here is the record's line in its object (and its `log.record.uid`).
  */
 export function batchText(b: Batch, segmentBytes: readonly Uint8Array[]): BatchText {
+  return { bytes: segmentBytes, lines: linesOfSegments(segmentBytes.map((bytes, i) => ({ firstLine: b.segments[i]!.firstLine, bytes }))) };
+}
+
+/** The lines of some segments, in order, numbered from each segment's first line (see batchText). */
+export function linesOfSegments(segments: ReadonlyArray<{ firstLine: number; bytes: Uint8Array }>): BatchLine[] {
   const out: BatchLine[] = [];
-  segmentBytes.forEach((u8, segment) => {
+  segments.forEach(({ firstLine, bytes: u8 }, segment) => {
     const bytes = Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
-    let line = b.segments[segment]!.firstLine;
+    let line = firstLine;
     let start = 0;
     while (start < bytes.length) {
       let nl = bytes.indexOf(0x0a, start);
@@ -50,12 +57,13 @@ export function batchText(b: Batch, segmentBytes: readonly Uint8Array[]): BatchT
         const c = bytes[i]!;
         if (c !== 0x20 && c !== 0x09 && c !== 0x0d) blank = false;
       }
-      out.push({ segment, line, from: start, end, blank });
+      const next = Math.min(nl + 1, bytes.length);
+      out.push({ segment, line, from: start, end, next, blank });
       line++;
       start = nl + 1;
     }
   });
-  return { bytes: segmentBytes, lines: out };
+  return out;
 }
 
 /** A line's text (the first line of an object without its byte order mark). */

@@ -7,6 +7,7 @@
  */
 import type { ChunkDeadLetter, ChunkResult, ChunkSegment, ChunkTask } from './chunk-processor.js';
 import { ChunkProcessingError } from './worker-pool.js';
+import { linesOfSegments } from './batch-lines.js';
 
 export type RunTask = (task: ChunkTask) => Promise<ChunkResult>;
 
@@ -64,19 +65,7 @@ async function splitAndRun(run: RunTask, task: ChunkTask, segments: ChunkSegment
 
 /** The lines of the segments (as the processor counts them: every `\n`-separated piece; blank ones too). */
 function linesOf(segments: ChunkSegment[]): LineRef[] {
-  const out: LineRef[] = [];
-  segments.forEach((seg, segment) => {
-    const b = seg.bytes;
-    let start = 0;
-    let line = seg.firstLine;
-    while (start < b.length) {
-      const nl = b.indexOf(0x0a, start);
-      const end = nl === -1 ? b.length : nl + 1;
-      out.push({ segment, line: line++, start, end });
-      start = end;
-    }
-  });
-  return out;
+  return linesOfSegments(segments).map((l) => ({ segment: l.segment, line: l.line, start: l.from, end: l.next }));
 }
 
 /** A task of some lines (consecutive runs of each segment), and for each of its segments the original segment's index. */
