@@ -1,5 +1,6 @@
 /**
- * `kill -9` of the daemon at random moments of one backfill (20 times; 5 in the short run),
+ * `kill -9` of the daemon at random moments of one backfill (20 times; 5 in the short run; each
+ * run killed at the latest once it delivered its share, so every kill lands on a working run),
  * then a last run to the end: every record arrives, duplicates only from the batches a kill cut
  * (at most in-flight + 2 batches per kill), the same `log.record.uid` on every re-send, and the
  * checkpoint file parseable after every kill.
@@ -8,7 +9,7 @@ import { join } from 'node:path';
 import { readFileSync, existsSync } from 'node:fs';
 import { startOtlpReceiver } from '../../../test/support/otlp-receiver.js';
 import { writeFixtureTree } from '../../../test/support/activity-fixtures.js';
-import { judge, resultOf, sleep, waitFor, type Scenario } from '../lib/harness.js';
+import { judge, resultOf, waitFor, type Scenario } from '../lib/harness.js';
 
 export const kill9: Scenario = {
   name: 'kill-9',
@@ -32,6 +33,12 @@ export const kill9: Scenario = {
       tenants: [{ id: 'crashy', sources: [{ type: 'directory', path: join(work, 'logs') }], destinations: [{ type: 'otlp', endpoint: receiver.url }] }],
     });
 
+    // a run is killed at a random moment, or as soon as it has delivered its share, whichever
+    // comes first: however fast the machine, the KILLS runs leave more than half of the backfill
+    // to the last one, so every kill lands on a run that is still working
+    const quota = Math.floor(tree.records.length / (KILLS + 1) / 2);
+    const untilQuotaOr = (ms: number, before: number, alive: () => boolean): Promise<boolean> =>
+      waitFor(() => receiver.records().length - before >= quota || !alive(), ms, 5);
     let killed = 0;
     let finishedEarly = 0;
     const extra: string[] = [];
@@ -41,11 +48,11 @@ export const kill9: Scenario = {
       const d = ctx.start(['run', '--once', '--config', config]);
       if (i % 2 === 0) {
         // a random moment from the start: start-up, listing, first batches
-        await sleep(Math.floor(Math.random() * 1500));
+        await untilQuotaOr(Math.floor(Math.random() * 1500), before, () => d.alive);
       } else {
         // a random moment once this run is delivering
         await waitFor(() => receiver.records().length > before || !d.alive, 20_000, 5);
-        await sleep(Math.floor(Math.random() * 800));
+        await untilQuotaOr(Math.floor(Math.random() * 800), before, () => d.alive);
       }
       const alive = d.alive;
       d.kill('SIGKILL');
