@@ -97,6 +97,8 @@ describe('datadog encoder', () => {
       'user.id': 'u1',
       'tableau.count': 3,
       'attributes.message': 'an attribute named like a reserved field',
+      evt: { name: 'tableau.login' },
+      usr: { id: 'u1' },
     });
     expect([datadogStatus(9), datadogStatus(13), datadogStatus(17), datadogStatus(5)]).toEqual(['info', 'warn', 'error', 'info']);
   });
@@ -105,11 +107,62 @@ describe('datadog encoder', () => {
     const plain = record();
     delete plain.attributes.message;
     const lifted = { ...plain, resource: { key: 'r2', attributes: { 'tableau.tenant.id': 'acme' } }, attributes: { ...plain.attributes, 'tableau.site_luid': 'S9', 'tableau.obj': { a: [1, { b: 'c"d' }] } } };
-    for (const r of [plain, lifted, { ...plain, body: undefined, severityNumber: 17 }] as MappedLogRecord[]) {
+    const web = { ...plain, attributes: { ...plain.attributes, 'client.address': '10.1.2.3', 'url.path': '/p', 'user_agent.original': 'ua', 'error.type': 'internal_error' } };
+    for (const r of [plain, lifted, web, { ...plain, body: undefined, severityNumber: 17 }] as MappedLogRecord[]) {
       const fast = new DatadogEntryWriter(spec).json(r);
       const slow = JSON.stringify(datadogEntry(spec, r));
       expect(fast).toBe(slow);
     }
+  });
+
+  it("Datadog standard attributes as nested objects, next to the OTel names; evt.outcome from error.type, else the record's outcome", () => {
+    const encode = (r: MappedLogRecord): DatadogEntry => JSON.parse(new TextDecoder().decode(createDatadogEncoder(spec).encode([r]).bodies[0])) [0] as DatadogEntry;
+    const web = record({
+      message: undefined,
+      'user.email': 'ann@example.com',
+      'user.name': 'ann',
+      'client.address': '203.0.113.9',
+      'http.request.method': 'GET',
+      'url.path': '/views/Sales',
+      'url.query': 'a=1',
+      'user_agent.original': 'Mozilla/5.0',
+      'tableau.event_outcome': 'success',
+    });
+    delete web.attributes.message;
+    const e = encode(web);
+    expect(e.usr).toEqual({ id: 'u1', email: 'ann@example.com', name: 'ann' });
+    expect(e.network).toEqual({ client: { ip: '203.0.113.9' } });
+    expect(e.http).toEqual({ method: 'GET', url: '/views/Sales?a=1', useragent: 'Mozilla/5.0' });
+    expect(e.evt).toEqual({ name: 'tableau.login', outcome: 'success' });
+    expect(e).toMatchObject({ 'user.id': 'u1', 'user.email': 'ann@example.com', 'client.address': '203.0.113.9', 'http.request.method': 'GET', 'url.path': '/views/Sales' });
+    expect(encode({ ...web, attributes: { ...web.attributes, 'url.full': 'https://t.example/views/Sales?a=1' } }).http).toMatchObject({ url: 'https://t.example/views/Sales?a=1' });
+    expect(encode({ ...web, attributes: { ...web.attributes, 'error.type': 'unauthorized', 'tableau.event_outcome': 'unauthorized' } }).evt).toEqual({ name: 'tableau.login', outcome: 'failure' });
+    expect(encode({ ...web, attributes: { 'tableau.status': 'failure' } }).evt).toEqual({ name: 'tableau.login', outcome: 'failure' });
+    const bare = encode({ ...web, attributes: { 'tableau.count': 1 } });
+    expect(bare.evt).toEqual({ name: 'tableau.login' });
+    expect(['usr', 'network', 'http'].filter((k) => k in bare)).toEqual([]);
+    // an attribute literally named like a standard attribute's object does not replace it
+    expect(encode({ ...web, attributes: { 'user.id': 'u1', usr: 'mine' } as MappedLogRecord['attributes'] })).toMatchObject({ usr: { id: 'u1' }, 'attributes.usr': 'mine' });
+  });
+
+  it("service: the configured one wins, else the resource's service.name; a record attribute never overwrites its resource's", () => {
+    const { service: _configured, ...unset } = spec;
+    const r = record({ 'tableau.pod': 'record-pod', 'tableau.site_luid': 'S1', 'service.name': 'from-record' });
+    r.resource = { key: 'r3', attributes: { ...r.resource.attributes, 'tableau.pod': 'resource-pod' } };
+    for (const e of [JSON.parse(new DatadogEntryWriter(unset).json(r)) as DatadogEntry, datadogEntry(unset, r) as DatadogEntry]) {
+      expect(e.service).toBe('tableau-cloud');
+      expect(e['service.name']).toBe('tableau-cloud');
+      expect(e['record.service.name']).toBe('from-record');
+      expect(e['tableau.pod']).toBe('resource-pod');
+      expect(e['record.tableau.pod']).toBe('record-pod');
+      // the same value as the resource's is not repeated
+      expect(e['tableau.site_luid']).toBe('S1');
+      expect('record.tableau.site_luid' in e).toBe(false);
+    }
+    expect(JSON.parse(new DatadogEntryWriter(spec).json(r)).service).toBe('tableau');
+    const noName = { ...record(), resource: { key: 'r4', attributes: { 'tableau.tenant.id': 'acme' } } };
+    expect(JSON.parse(new DatadogEntryWriter(unset).json(noName)).service).toBe('tableau');
+    expect(datadogEntry(unset, noName).service).toBe('tableau');
   });
 
   it('at most 1000 entries and 5 MB per body; an entry over 1 MB is truncated, marked and counted', () => {
@@ -131,7 +184,8 @@ describe('datadog encoder', () => {
 
   it('config: strict, defaults, site URLs', () => {
     const c = datadogDestinationConfigSchema.parse({ type: 'datadog', apiKeyEnv: 'K' });
-    expect(c).toMatchObject({ site: 'datadoghq.com', service: 'tableau', compression: 'gzip', insecureSkipVerify: false, tags: [] });
+    expect(c).toMatchObject({ site: 'datadoghq.com', compression: 'gzip', insecureSkipVerify: false, tags: [] });
+    expect(c.service).toBeUndefined();
     expect(datadogDestinationConfigSchema.safeParse({ type: 'datadog', apiKeyEnv: 'K', apiKey: 'inline' }).success).toBe(false);
     expect(datadogDestinationConfigSchema.safeParse({ type: 'datadog', apiKeyEnv: 'K', site: 'example.com' }).success).toBe(false);
     expect(datadogLogsUrl({ site: 'datadoghq.eu' }).href).toBe('https://http-intake.logs.datadoghq.eu/api/v2/logs');
@@ -179,6 +233,42 @@ describe('run --once → datadog', () => {
       expect(e.event_name).toBe(`tableau.${type}`);
     }
     expectSecretNowhere(API_KEY, work, res);
+  });
+
+  it("Datadog standard attributes arrive (usr, network.client.ip, http, evt); service is the resource's service.name; a record field never overwrites a resource attribute", async () => {
+    const server = await datadog();
+    const work = tempDir();
+    const tree = writeFixtureTree(join(work, 'logs'), 4, 50);
+    // a record whose own `pod` field becomes tableau.pod, the resource attribute taken from the key (pod=p)
+    writeRecords(work, [{ eventTime: '2026-11-29T01:00:00Z', actorUserLuid: 'u-pod', pod: 'pod-of-the-record', testSeq: 10_000 }]);
+    const res = await run(writeConfig(work, { url: server.url }));
+    expect(res.code, res.stderr).toBe(0);
+    expect(server.problems).toEqual([]);
+    expect(server.entries.length).toBe(tree.records.length + 1);
+    const bySeq = new Map(server.entries.map((e) => [e['tableau.test_seq'] as number, e]));
+    let failures = 0;
+    for (const { key, record } of tree.records) {
+      const e = bySeq.get(record.testSeq as number)!;
+      const type = /eventType=([^/]+)/.exec(key)![1]!;
+      expect(e.service).toBe('tableau-cloud');
+      expect(e.usr).toEqual({ id: record.actorUserLuid });
+      const failed = record.eventOutcome === 'unauthorized' || record.status === 'failure';
+      if (failed) failures++;
+      expect(e.evt).toEqual({ name: `tableau.${type}`, outcome: failed ? 'failure' : 'success' });
+      if (type === 'vizql_http_request') {
+        expect(e.network).toEqual({ client: { ip: record.ipAddress } });
+        expect(e.http).toEqual({ method: 'POST', url: record.requestUri });
+        expect(e['client.address']).toBe(record.ipAddress);
+      } else {
+        expect(e.network).toBeUndefined();
+        expect(e.http).toBeUndefined();
+      }
+    }
+    expect(failures).toBeGreaterThan(0);
+    const clash = bySeq.get(10_000)!;
+    expect(clash['tableau.pod']).toBe('p');
+    expect(clash['record.tableau.pod']).toBe('pod-of-the-record');
+    expect(clash.usr).toEqual({ id: 'u-pod' });
   });
 
   it('a batch over 5 MB is split; an entry over 1 MB arrives truncated (marked, counted in the log), not rejected', async () => {

@@ -10,7 +10,7 @@ import { startHecServer, hasOpenssl, makeTestCertificates, splitConcatenatedJson
 import { runCli, type CliResult } from './support/cli-process.js';
 import { writeDirectoryTenantConfig } from './support/config-files.js';
 import { tempDir, writeFixtureTree, type FixtureRecord } from './support/activity-fixtures.js';
-import { createSplunkHecEncoder, epochSecondsLiteral, type SplunkHecEncoding } from '../src/export/splunk-hec/encoder.js';
+import { cimFields, createSplunkHecEncoder, epochSecondsLiteral, type SplunkHecEncoding } from '../src/export/splunk-hec/encoder.js';
 import { splunkHecDestinationConfigSchema, hecEventUrl, hecAckUrl } from '../src/export/splunk-hec/config.js';
 import { SplunkHecDestination } from '../src/export/splunk-hec/destination.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
@@ -80,7 +80,7 @@ describe('splunk-hec encoder', () => {
     attributes: { 'user.id': 'u1', 'tableau.count': 3, 'tableau.flag': true, 'tableau.obj': { a: [1, 'x'] }, 'tableau.list': ['a', 2], ...attrs } as MappedLogRecord['attributes'],
     resource: { key: 'r', attributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'acme', 'tableau.site_luid': 'S1' } },
   });
-  const spec: SplunkHecEncoding = { kind: 'splunk-hec', sourcetype: 'tableau:activity', index: 'sec', host: 'h', source: 'src', fields: ['user.id', 'tableau.count', 'tableau.flag', 'tableau.obj', 'tableau.list', 'tableau.site_luid', 'absent'], maxRequestBytes: 4096, compression: 'none' };
+  const spec: SplunkHecEncoding = { kind: 'splunk-hec', sourcetype: 'tableau:activity', index: 'sec', host: 'h', source: 'src', fields: ['user.id', 'tableau.count', 'tableau.flag', 'tableau.obj', 'tableau.list', 'tableau.site_luid', 'absent'], cimFields: false, maxRequestBytes: 4096, compression: 'none' };
 
   it('writes time from the bigint: up to nine decimals, no float rounding', () => {
     expect(epochSecondsLiteral(1718561027203309000n)).toBe('1718561027.203309');
@@ -115,6 +115,23 @@ describe('splunk-hec encoder', () => {
     expect(first.fields).toEqual({ 'user.id': 'u1', 'tableau.count': '3', 'tableau.flag': 'true', 'tableau.obj': '{"a":[1,"x"]}', 'tableau.list': ['a', '2'], 'tableau.site_luid': 'S1' });
   });
 
+  it('cimFields: Authentication fields for logins, Change fields for permission/user/group changes, the common ones for the rest; off by default', () => {
+    const fieldsOf = (r: MappedLogRecord, cim: boolean): Record<string, unknown> | undefined =>
+      JSON.parse(new TextDecoder().decode(createSplunkHecEncoder({ ...spec, fields: ['user.id'], cimFields: cim }).encode([r]).bodies[0]).trim()).fields;
+    const login = record(1n, { 'tableau.event.category': 'authentication', 'tableau.event.action': 'login', 'tableau.status': 'failure', 'client.address': '198.51.100.7', 'user.name': 'ann' });
+    expect(fieldsOf(login, true)).toEqual({ app: 'tableau', vendor_product: 'Tableau', signature: 'tableau.login', user: 'ann', src: '198.51.100.7', action: 'failure', 'user.id': 'u1' });
+    expect(fieldsOf(login, false)).toEqual({ 'user.id': 'u1' });
+    const grant = record(2n, { 'tableau.event.category': 'permission', 'tableau.event.action': 'create', 'tableau.event_outcome': 'success', 'tableau.target.id': 'wb-1', 'tableau.target.name': 'Sales' });
+    expect(cimFields(grant)).toEqual({ app: 'tableau', vendor_product: 'Tableau', signature: 'tableau.login', user: 'u1', action: 'acl_modified', status: 'success', change_type: 'AAA', object_category: 'permission', object: 'Sales', object_id: 'wb-1' });
+    const removed = record(3n, { 'tableau.event.category': 'user_management', 'tableau.event.action': 'delete', 'error.type': 'internal_error', 'tableau.event_outcome': 'internal_error', 'tableau.target.id': 'u9' });
+    expect(cimFields(removed)).toMatchObject({ action: 'deleted', status: 'failure', object_category: 'user', object: 'u9', object_id: 'u9' });
+    expect(cimFields(record(4n, { 'tableau.event.category': 'group_management', 'tableau.event.action': 'create' }))).toMatchObject({ action: 'created', object_category: 'group' });
+    expect(cimFields(record(4n, { 'tableau.event.category': 'group_management', 'tableau.event.action': 'add' })).status).toBeUndefined();
+    const view = cimFields(record(5n, { 'tableau.event.category': 'data_access', 'tableau.event_outcome': 'unauthorized' }));
+    expect(view).toEqual({ app: 'tableau', vendor_product: 'Tableau', signature: 'tableau.login', user: 'u1', status: 'failure' });
+    expect(splunkHecDestinationConfigSchema.parse({ type: 'splunk-hec', url: 'https://s', tokenEnv: 'T' }).cimFields).toBe(false);
+  });
+
   it('gzip bodies; an event larger than maxRequestBytes goes alone', () => {
     const big = record(1n, { 'tableau.blob': 'x'.repeat(10_000) });
     const { bodies } = createSplunkHecEncoder({ ...spec, compression: 'gzip' }).encode([record(1n), big, record(2n)]);
@@ -133,6 +150,38 @@ describe('splunk-hec encoder', () => {
 });
 
 describe('run --once → splunk-hec', () => {
+  it('cimFields: true puts the CIM fields in each event\'s indexed fields (Authentication for logins, Change for group changes); without it none', async () => {
+    const server = await hec();
+    const work = tempDir();
+    const tree = writeFixtureTree(join(work, 'logs'), 4, 40);
+    const res = await run(writeConfig(work, { url: server.url, cimFields: true }));
+    expect(res.code, res.stderr).toBe(0);
+    expect(server.problems).toEqual([]);
+    expect(server.events.length).toBe(tree.records.length);
+    const bySeq = new Map(server.events.map((e) => [seqOf(e), e.value.fields as Record<string, unknown>]));
+    const seen = new Set<string>();
+    for (const { key, record } of tree.records) {
+      const type = /eventType=([^/]+)/.exec(key)![1]!;
+      const f = bySeq.get(record.testSeq as number)!;
+      const outcome = record.eventOutcome === 'unauthorized' || record.status === 'failure' ? 'failure' : 'success';
+      seen.add(`${type}:${outcome}`);
+      const common = { app: 'tableau', vendor_product: 'Tableau', signature: `tableau.${type}`, user: record.actorUserLuid };
+      if (type === 'login_authentication') expect(f).toEqual({ ...common, action: outcome });
+      else if (type === 'add_delete_user_to_group') expect(f).toEqual({ ...common, action: 'modified', status: outcome, change_type: 'AAA', object_category: 'group' });
+      else if (type === 'vizql_http_request') expect(f).toEqual({ ...common, src: record.ipAddress, status: outcome });
+      else expect(f).toEqual({ ...common, status: outcome });
+    }
+    expect(seen.has('login_authentication:failure') && seen.has('hist_access_view:failure')).toBe(true);
+
+    const plain = await hec();
+    const work2 = tempDir();
+    writeFixtureTree(join(work2, 'logs'), 4, 10);
+    const res2 = await run(writeConfig(work2, { url: plain.url }));
+    expect(res2.code, res2.stderr).toBe(0);
+    expect(plain.events.length).toBe(40);
+    for (const e of plain.events) expect('fields' in e.value).toBe(false);
+  });
+
   it('every record once, as HEC events with fields, precise time, gzip, Authorization and requests under maxRequestBytes', async () => {
     const server = await hec();
     const work = tempDir();

@@ -16,7 +16,8 @@ export const datadogDestinationConfigSchema = z
     url: z.string().url().optional(),
     /** Name of the environment variable holding the Datadog API key. */
     apiKeyEnv: z.string().min(1),
-    service: z.string().min(1).default('tableau'),
+    /** The `service` of every entry; unset: the record's resource `service.name` (`tableau-cloud`, `tableau-cloud-manager`). */
+    service: z.string().min(1).optional(),
     hostname: z.string().min(1).optional(),
     /** `key:value` or `value`; a comma would split a tag. */
     tags: z.array(z.string().regex(/^[^,]+$/, 'a tag cannot contain a comma')).default([]),

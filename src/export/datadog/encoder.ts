@@ -7,12 +7,19 @@
  *     "message": <body>, "ddtags": "<tags>,tenant:<id>,site:<siteLuid>,event_type:<type>",
  *     "timestamp": <ms>, "event_name": "tableau.<type>",
  *     "service.name": …, "tableau.tenant.id": …,        ← the resource's attributes
- *     "user.id": …, "tableau.workbook_luid": …, … }     ← the record's attributes
+ *     "user.id": …, "tableau.workbook_luid": …, …,      ← the record's attributes
+ *     "usr": {"id","email","name"}, "network": {"client": {"ip"}},
+ *     "http": {"method","url","useragent"}, "evt": {"name","outcome"} }  ← Datadog standard attributes
  *
- * Attribute names stay dotted, as top-level keys (Datadog addresses `@user.id` the same whether
- * the key is dotted or nested, and flat keys never collide the way `tableau.raw` and
- * `tableau.raw.x` would when nested). An attribute whose name is one of the entry's own keys is
- * written as `attributes.<name>`. Values keep their JSON types.
+ * `service` is the configured one, else the resource's `service.name`, else `tableau`.
+ *
+ * Attribute names stay dotted, as top-level keys (flat keys never collide the way `tableau.raw`
+ * and `tableau.raw.x` would when nested). Datadog's standard attributes are written as nested
+ * objects, the form its documentation gives (`{"usr":{"id":…}}` is `@usr.id`), copied from the
+ * OTel attributes, which stay as they are. An attribute whose name is one of the entry's own keys
+ * is written as `attributes.<name>`; a record attribute named like one of its resource's
+ * attributes is written as `record.<name>` (the resource's keeps its key; a record value equal to
+ * the resource's is not repeated). Values keep their JSON types.
  *
  * An entry over `maxEntryBytes` (Datadog's per-log limit) is truncated on purpose: its biggest
  * string values (message or attributes) are cut until it fits, and it gets `truncated: true`;
@@ -22,10 +29,12 @@ import { gzipSync } from 'node:zlib';
 import type { AttrValue, MappedLogRecord } from '../../mapping/log-record.js';
 import type { EncodeResult } from '../encodings.js';
 import { jsonText } from '../../core/json-text.js';
+import { recordOutcome, scalarAttribute } from '../record-outcome.js';
 
 export interface DatadogEncoding {
   kind: 'datadog';
-  service: string;
+  /** The configured service; unset: each resource's `service.name` (else `tableau`). */
+  service?: string;
   hostname?: string;
   /** Configured tags, `key:value` or `value`. */
   tags: string[];
@@ -39,9 +48,79 @@ export const DD_MAX_ENTRIES = 1000;
 export const DD_MAX_REQUEST_BYTES = 5_000_000;
 export const DD_MAX_ENTRY_BYTES = 1_000_000;
 
-const RESERVED = new Set(['ddsource', 'service', 'hostname', 'status', 'message', 'ddtags', 'timestamp', 'event_name', 'truncated', 'host', 'source', 'date']);
+/** The entry's own keys (the standard attributes' top-level objects included). */
+const RESERVED = new Set(['ddsource', 'service', 'hostname', 'status', 'message', 'ddtags', 'timestamp', 'event_name', 'truncated', 'host', 'source', 'date', 'usr', 'network', 'http', 'evt']);
 const TENANT_ATTR = 'tableau.tenant.id';
 const SITE_ATTR = 'tableau.site_luid';
+const SERVICE_NAME_ATTR = 'service.name';
+/** Where a record attribute goes when its resource has an attribute of the same name. */
+export const DD_RECORD_PREFIX = 'record.';
+const DEFAULT_SERVICE = 'tableau';
+
+/** The entry's `service`: configured, else the resource's `service.name`, else `tableau`. */
+export function datadogService(spec: Pick<DatadogEncoding, 'service'>, resourceAttributes: MappedLogRecord['resource']['attributes']): string {
+  if (spec.service !== undefined) return spec.service;
+  const name = resourceAttributes[SERVICE_NAME_ATTR];
+  return typeof name === 'string' && name !== '' ? name : DEFAULT_SERVICE;
+}
+
+type Scalar = string | number | boolean;
+export interface DatadogStandardAttributes {
+  usr?: { id?: Scalar; email?: Scalar; name?: Scalar };
+  network?: { client: { ip: Scalar } };
+  http?: { method?: Scalar; url?: Scalar; useragent?: Scalar };
+  evt: { name: string; outcome?: 'success' | 'failure' };
+}
+
+function pick<K extends string>(attrs: MappedLogRecord['attributes'], names: Record<K, string>): Partial<Record<K, Scalar>> | undefined {
+  let out: Partial<Record<K, Scalar>> | undefined;
+  for (const [k, name] of Object.entries(names) as Array<[K, string]>) {
+    const v = scalarAttribute(attrs, name);
+    if (v !== undefined) {
+      out ??= {};
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+/**
+ * Datadog's standard attributes (https://docs.datadoghq.com/standard-attributes/) from the
+ * record's OTel attributes: `usr.id`/`email`/`name` ← `user.*`, `network.client.ip` ←
+ * `client.address`, `http.method` ← `http.request.method`, `http.url` ← `url.full` (else
+ * `url.path` and `url.query`), `http.useragent` ← `user_agent.original`, `evt.name` ← the event
+ * name, `evt.outcome` ← success/failure (record-outcome.ts). Only those the record has.
+ */
+export function datadogStandardAttributes(r: MappedLogRecord): DatadogStandardAttributes {
+  const a = r.attributes;
+  const out: DatadogStandardAttributes = { evt: { name: r.eventName } };
+  const usr = pick(a, { id: 'user.id', email: 'user.email', name: 'user.name' });
+  if (usr) out.usr = usr;
+  const ip = scalarAttribute(a, 'client.address');
+  if (ip !== undefined) out.network = { client: { ip } };
+  const http = pick(a, { method: 'http.request.method', url: 'url.full', useragent: 'user_agent.original' }) ?? {};
+  if (http.url === undefined) {
+    const path = scalarAttribute(a, 'url.path');
+    const query = scalarAttribute(a, 'url.query');
+    if (path !== undefined) http.url = query !== undefined ? `${path}?${query}` : path;
+  }
+  if (Object.keys(http).length > 0) out.http = http;
+  const outcome = recordOutcome(a);
+  if (outcome) out.evt.outcome = outcome;
+  return out;
+}
+
+/** The standard attributes as the tail of an entry's JSON text: `,"usr":{…},…,"evt":{…}`. */
+function standardAttributesJson(r: MappedLogRecord): string {
+  const s = JSON.stringify(datadogStandardAttributes(r));
+  return `,${s.slice(1, -1)}`;
+}
+
+/** Entry key of a record attribute: renamed when the entry or the resource has the name. */
+function recordKey(k: string, resource: MappedLogRecord['resource']['attributes']): string {
+  if (Object.hasOwn(resource, k)) return RESERVED.has(k) ? `attributes.${DD_RECORD_PREFIX}${k}` : `${DD_RECORD_PREFIX}${k}`;
+  return RESERVED.has(k) ? `attributes.${k}` : k;
+}
 
 /** OTel severity number → Datadog status. */
 export function datadogStatus(severityNumber: number): 'info' | 'warn' | 'error' {
@@ -61,7 +140,7 @@ export function datadogEntry(spec: DatadogEncoding, r: MappedLogRecord): Entry {
   tags.push(`event_type:${r.eventType}`);
   const entry: Entry = {
     ddsource: 'tableau',
-    service: spec.service,
+    service: datadogService(spec, r.resource.attributes),
     ...(spec.hostname !== undefined ? { hostname: spec.hostname } : {}),
     status: datadogStatus(r.severityNumber),
     message: r.body ?? r.eventName,
@@ -69,9 +148,19 @@ export function datadogEntry(spec: DatadogEncoding, r: MappedLogRecord): Entry {
     timestamp: Number(r.timeUnixNano / 1_000_000n),
     event_name: r.eventName,
   };
-  for (const [k, v] of Object.entries(r.resource.attributes)) entry[RESERVED.has(k) ? `attributes.${k}` : k] = v;
-  for (const [k, v] of Object.entries(r.attributes)) if (v !== null) entry[RESERVED.has(k) ? `attributes.${k}` : k] = v;
+  const resource = r.resource.attributes;
+  for (const [k, v] of Object.entries(resource)) entry[RESERVED.has(k) ? `attributes.${k}` : k] = v;
+  for (const [k, v] of Object.entries(r.attributes)) {
+    if (v === null || (Object.hasOwn(resource, k) && sameScalar(resource[k], v))) continue;
+    entry[recordKey(k, resource)] = v;
+  }
+  Object.assign(entry, datadogStandardAttributes(r));
   return entry;
+}
+
+/** A record value equal to the resource's (scalars): not repeated under `record.`. */
+function sameScalar(a: AttrValue | undefined, b: AttrValue): boolean {
+  return a === b && (typeof b !== 'object' || b === null);
 }
 
 const jsonBytes = (v: unknown): number => Buffer.byteLength(jsonText(v));
@@ -122,18 +211,15 @@ function ownBuffer(b: Uint8Array): Uint8Array {
 }
 
 /**
- * Records → entries as JSON text, put together from pieces (the spec's fixed keys once, each
- * resource's keys and tags once): about twice as fast as an object per record. A record with an
- * attribute named like one of the entry's own keys takes the object path (`datadogEntry`).
+ * Records → entries as JSON text, put together from pieces (the fixed keys and `service`, each
+ * resource's keys and tags once per resource): about twice as fast as an object per record. A
+ * record with an attribute named like one of the entry's own keys or like one of its resource's
+ * attributes takes the object path (`datadogEntry`).
  */
 export class DatadogEntryWriter {
-  private readonly head: string;
-  private readonly resources = new Map<string, { json: string; tags: string; hasSite: boolean; clash: boolean }>();
+  private readonly resources = new Map<string, { head: string; json: string; tags: string; hasSite: boolean; clash: boolean; keys: ReadonlySet<string> }>();
 
-  constructor(private readonly spec: DatadogEncoding) {
-    const fixed = JSON.stringify({ ddsource: 'tableau', service: spec.service, ...(spec.hostname !== undefined ? { hostname: spec.hostname } : {}) });
-    this.head = `${fixed.slice(0, -1)},"status":`;
-  }
+  constructor(private readonly spec: DatadogEncoding) {}
 
   json(r: MappedLogRecord): string {
     let res = this.resources.get(r.resource.key);
@@ -142,26 +228,34 @@ export class DatadogEntryWriter {
       const tags = [...this.spec.tags];
       if (attrs[TENANT_ATTR]) tags.push(`tenant:${attrs[TENANT_ATTR]}`);
       if (attrs[SITE_ATTR]) tags.push(`site:${attrs[SITE_ATTR]}`);
+      const fixed = JSON.stringify({ ddsource: 'tableau', service: datadogService(this.spec, attrs), ...(this.spec.hostname !== undefined ? { hostname: this.spec.hostname } : {}) });
       const json = JSON.stringify(attrs).slice(1, -1);
-      res = { json: json === '' ? '' : `,${json}`, tags: tags.map((t) => `${t},`).join(''), hasSite: Boolean(attrs[SITE_ATTR]), clash: Object.keys(attrs).some((k) => RESERVED.has(k)) };
+      res = {
+        head: `${fixed.slice(0, -1)},"status":`,
+        json: json === '' ? '' : `,${json}`,
+        tags: tags.map((t) => `${t},`).join(''),
+        hasSite: Boolean(attrs[SITE_ATTR]),
+        clash: Object.keys(attrs).some((k) => RESERVED.has(k)),
+        keys: new Set(Object.keys(attrs)),
+      };
       if (this.resources.size > 10_000) this.resources.clear();
       this.resources.set(r.resource.key, res);
     }
-    if (res.clash || needsObjectPath(r.attributes)) return jsonText(datadogEntry(this.spec, r));
+    if (res.clash || needsObjectPath(r.attributes, res.keys)) return jsonText(datadogEntry(this.spec, r));
     let tags = res.tags;
     if (!res.hasSite && typeof r.attributes[SITE_ATTR] === 'string') tags += `site:${r.attributes[SITE_ATTR] as string},`;
     tags += `event_type:${r.eventType}`;
     const attrs = jsonText(r.attributes).slice(1, -1);
     return (
-      `${this.head}"${datadogStatus(r.severityNumber)}","message":${JSON.stringify(r.body ?? r.eventName)},"ddtags":${JSON.stringify(tags)},` +
-      `"timestamp":${(r.timeUnixNano / 1_000_000n).toString()},"event_name":${JSON.stringify(r.eventName)}${res.json}${attrs === '' ? '' : `,${attrs}`}}`
+      `${res.head}"${datadogStatus(r.severityNumber)}","message":${JSON.stringify(r.body ?? r.eventName)},"ddtags":${JSON.stringify(tags)},` +
+      `"timestamp":${(r.timeUnixNano / 1_000_000n).toString()},"event_name":${JSON.stringify(r.eventName)}${res.json}${attrs === '' ? '' : `,${attrs}`}${standardAttributesJson(r)}}`
     );
   }
 }
 
-/** An attribute named like an entry key (renamed) or a null one (left out): built as an object instead. */
-function needsObjectPath(attributes: MappedLogRecord['attributes']): boolean {
-  for (const k in attributes) if (attributes[k] === null || RESERVED.has(k)) return true;
+/** An attribute named like an entry key or a resource attribute (renamed) or a null one (left out): built as an object instead. */
+function needsObjectPath(attributes: MappedLogRecord['attributes'], resourceKeys: ReadonlySet<string>): boolean {
+  for (const k in attributes) if (attributes[k] === null || RESERVED.has(k) || resourceKeys.has(k)) return true;
   return false;
 }
 

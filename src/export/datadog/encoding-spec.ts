@@ -5,7 +5,7 @@ import { DD_MAX_ENTRIES, DD_MAX_ENTRY_BYTES, DD_MAX_REQUEST_BYTES, type DatadogE
 export function datadogEncodingSpec(config: DatadogDestinationConfig): DatadogEncoding {
   return {
     kind: 'datadog',
-    service: config.service,
+    ...(config.service !== undefined ? { service: config.service } : {}),
     ...(config.hostname !== undefined ? { hostname: config.hostname } : {}),
     tags: [...config.tags],
     maxEntries: DD_MAX_ENTRIES,

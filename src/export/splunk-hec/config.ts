@@ -34,6 +34,8 @@ export const splunkHecDestinationConfigSchema = z
     host: z.string().min(1).optional(),
     /** Attribute names (of the record, or of its resource) also sent as HEC indexed `fields`. */
     fields: z.array(z.string().min(1)).default([]),
+    /** Also send Splunk CIM fields (user, src, app, action, status, …) as indexed `fields` (encoder.ts, `cimFields`). */
+    cimFields: z.boolean().default(false),
     /** Most bytes of one request body before compression; a batch is split to stay under it. */
     maxRequestBytes: z.number().int().min(1024).default(HEC_DEFAULT_MAX_REQUEST_BYTES),
     compression: compressionSchema.default('gzip'),

@@ -11,6 +11,7 @@ export function hecEncodingSpec(config: SplunkHecDestinationConfig): SplunkHecEn
     ...(config.source !== undefined ? { source: config.source } : {}),
     ...(config.host !== undefined ? { host: config.host } : {}),
     fields: [...config.fields],
+    cimFields: config.cimFields,
     maxRequestBytes: config.maxRequestBytes,
     compression: config.compression,
   };
