@@ -286,7 +286,10 @@ describe('tcm source in process: checkpoint and windows', () => {
     const refused = source({ since: new Date(now - 2 * DAY).toISOString() });
     await expect(refused.pending({ objects: {} }, new AbortController().signal)).rejects.toThrow(/HTTP 400/);
     const sizes = server.requests.filter((r) => r.kind === 'list').map((r) => r.windowMs! / HOUR);
-    expect(sizes).toEqual([48, 24, 12, 6, 3, 1.5, 1]);
+    // the first window runs from `since` to the source's own now, a moment after the test's (more on a busy machine)
+    expect(sizes[0]).toBeGreaterThanOrEqual(48);
+    expect(sizes[0]).toBeLessThan(48.1);
+    expect(sizes.slice(1)).toEqual([24, 12, 6, 3, 1.5, 1]);
   });
 
   it('a file listed in two windows (inclusive boundaries) is read once', async () => {
