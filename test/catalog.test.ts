@@ -187,8 +187,8 @@ describe('mappings/ semantics of each event type', () => {
     expect(types.size).toBe(270);
   });
 
-  it('writes the keys in the order eventType, family, description, category, action, ocsf, target, body, attributes', () => {
-    const order = ['eventType', 'family', 'description', 'category', 'action', 'ocsf', 'target', 'body', 'attributes'];
+  it('writes the keys in the order eventType, family, description, category, action, ocsf, target, body, bodyOnFailure, severity, attributes', () => {
+    const order = ['eventType', 'family', 'description', 'category', 'action', 'ocsf', 'target', 'body', 'bodyOnFailure', 'severity', 'attributes'];
     const wrong: string[] = [];
     for (const { family, file } of types.values()) {
       const keys = Object.keys(load(`${family}/${file.eventType}.yaml`) as object);
@@ -415,8 +415,10 @@ describe('scripts/generate-catalog.ts keeps the hand-maintained keys', () => {
       expect(result.status, result.stderr).toBe(0);
       const login = readFileSync(path.join(out, 'site', 'hist_login.yaml'), 'utf8');
       expect(login.startsWith(EVENT_TYPE_HEADER)).toBe(true);
-      expect(Object.keys(parse(login) as object)).toEqual(['eventType', 'family', 'description', 'category', 'action', 'body', 'attributes']);
+      expect(Object.keys(parse(login) as object)).toEqual(['eventType', 'family', 'description', 'category', 'action', 'body', 'bodyOnFailure', 'attributes']);
       expect(login).toContain('body: user {user} signed in [to {siteName}]\n');
+      // the generator's default failure body of an action body
+      expect(login).toContain('bodyOnFailure: user {user} failed to sign in [to {siteName}] [({errorType})]\n');
       // keep/tenant does not exist: the tenant files carry no hand-maintained keys.
       const user = parse(readFileSync(path.join(out, 'tenant', 'create_user.yaml'), 'utf8')) as Record<string, unknown>;
       expect(Object.keys(user)).toEqual(['eventType', 'family', 'description', 'attributes']);
