@@ -638,13 +638,14 @@ const VERB_BASE: Readonly<Record<string, string>> = {
  * in the file is kept instead (delete it to get this default back).
  */
 export function failureBodyOf(body: string): string | undefined {
-  const m = /^(user \{user\}|\[user \{user\}\]) (?:(incrementally|permanently) )?([a-z-]+)(.*)$/.exec(body);
+  const m = /^(user \{user\}|\[user \{user\}\]) (?:(incrementally|permanently) )?([a-z-]+)(?: or ([a-z-]+))?(.*)$/.exec(body);
   if (!m) return undefined;
   const base = VERB_BASE[m[3]!];
-  if (base === undefined) return undefined;
+  const second = m[4] === undefined ? '' : VERB_BASE[m[4]];
+  if (base === undefined || second === undefined) return undefined;
   // the outcome shown as `({status})` is replaced by the error type
-  const rest = m[4]!.replace(/ \[\(\{status\}\)\]$/, '');
-  return `${m[1]} failed to ${m[2] ? `${m[2]} ` : ''}${base}${rest} [({errorType})]`;
+  const rest = m[5]!.replace(/ \[\(\{status\}\)\]$/, '');
+  return `${m[1]} failed to ${m[2] ? `${m[2]} ` : ''}${base}${second ? ` or ${second}` : ''}${rest} [({errorType})]`;
 }
 
 /** The event-type file with its keys in the order they are written; absent optional keys are left out. */
