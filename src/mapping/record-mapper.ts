@@ -437,6 +437,7 @@ export class RecordMapper {
       if (SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
     }
     const errorType = failed ? (failedOutcome ? (outcome as string) : this.errorCodeOf(rec)) : undefined;
+    if (plan.severity) severity = plan.severity;
     sink.head?.(plan, family, resource, seconds, nanos, severity);
 
     const eventId = rec.get('eventId');
