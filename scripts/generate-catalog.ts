@@ -73,7 +73,7 @@ export const EVENT_TYPE_HEADER =
   '# category, action, ocsf, target and body are maintained by hand in this file and kept by the generator.\n';
 
 /** The keys of an event-type file that are maintained by hand, in the order they are written (after `description`). */
-export const HAND_MAINTAINED_KEYS = ['category', 'action', 'ocsf', 'target', 'body'] as const;
+export const HAND_MAINTAINED_KEYS = ['category', 'action', 'ocsf', 'target', 'body', 'bodyOnFailure', 'severity'] as const;
 type HandMaintainedKey = (typeof HAND_MAINTAINED_KEYS)[number];
 type KeptSemantics = Partial<Pick<EventMappingFile, HandMaintainedKey>>;
 
@@ -189,7 +189,12 @@ const FIXED_DEFAULTS = {
       { field: 'isError', equals: true, severity: 'WARN' },
       { field: 'isFailure', equals: true, severity: 'WARN' },
       { field: 'status', equals: 'failure', severity: 'WARN' },
+      // the six types documenting errorCode (and McpToolCall) set it only when the change failed
+      { field: 'errorCode', present: true, severity: 'WARN' },
+      // background_job and bridge_job: the pages do not list eventState's values ("status of the job")
+      { field: 'eventState', oneOf: ['failed', 'failure', 'error'], severity: 'WARN' },
     ],
+    errorTypeFields: ['errorCode'],
   },
 } as const satisfies Omit<DefaultsFile, 'site' | 'tenant'> & {
   site: Omit<DefaultsFile['site'], 'commonAttributes'>;
@@ -579,7 +584,7 @@ export function parseBodyTemplate(body: string): { placeholders: string[]; probl
  * Every attribute name `target` and the `body` placeholders refer to that the type does not
  * document (its own attributes or the family's common attributes), plus malformed bodies.
  */
-export function semanticReferenceProblems(file: Pick<EventMappingFile, 'target' | 'body'>, documented: ReadonlySet<string>): string[] {
+export function semanticReferenceProblems(file: Pick<EventMappingFile, 'target' | 'body' | 'bodyOnFailure'>, documented: ReadonlySet<string>): string[] {
   const problems: string[] = [];
   if (file.target) {
     for (const key of ['id', 'name', 'user', 'group'] as const) {
@@ -601,7 +606,46 @@ export function semanticReferenceProblems(file: Pick<EventMappingFile, 'target' 
       }
     }
   }
+  if (file.bodyOnFailure !== undefined) {
+    const { placeholders, problems: syntax } = parseBodyTemplate(file.bodyOnFailure);
+    for (const p of syntax) problems.push(`bodyOnFailure: ${p}`);
+    for (const ph of placeholders) {
+      for (const name of alternatives(ph)) {
+        if (!BODY_SPECIAL_PLACEHOLDERS.has(name) && name !== 'errorType' && !documented.has(name)) {
+          problems.push(`bodyOnFailure: placeholder {${ph}}: ${JSON.stringify(name)} is not an attribute of this event type`);
+        }
+      }
+    }
+  }
   return problems;
+}
+
+/** Past tense → base form of the verbs the action bodies start with (`user {user} deleted …`). */
+const VERB_BASE: Readonly<Record<string, string>> = {
+  accessed: 'access', activated: 'activate', added: 'add', appended: 'append', 'bulk-deleted': 'bulk-delete',
+  changed: 'change', created: 'create', deleted: 'delete', disabled: 'disable', downloaded: 'download',
+  enabled: 'enable', exported: 'export', forced: 'force', listed: 'list', locked: 'lock', merged: 'merge',
+  migrated: 'migrate', moved: 'move', published: 'publish', ran: 'run', reactivated: 'reactivate',
+  refreshed: 'refresh', registered: 'register', removed: 'remove', renamed: 'rename', replaced: 'replace',
+  requested: 'request', reset: 'reset', restored: 'restore', revoked: 'revoke', saved: 'save', set: 'set',
+  signed: 'sign', suspended: 'suspend', updated: 'update', viewed: 'view',
+};
+
+/**
+ * The default `bodyOnFailure` of an action body (`user {user} downloaded workbook …` →
+ * `user {user} failed to download workbook … [({errorType})]`); undefined for other bodies,
+ * whose failed records get the body followed by ` (failed: <error.type>)`. A `bodyOnFailure`
+ * in the file is kept instead (delete it to get this default back).
+ */
+export function failureBodyOf(body: string): string | undefined {
+  const m = /^(user \{user\}|\[user \{user\}\]) (?:(incrementally|permanently) )?([a-z-]+)(?: or ([a-z-]+))?(.*)$/.exec(body);
+  if (!m) return undefined;
+  const base = VERB_BASE[m[3]!];
+  const second = m[4] === undefined ? '' : VERB_BASE[m[4]];
+  if (base === undefined || second === undefined) return undefined;
+  // the outcome shown as `({status})` is replaced by the error type
+  const rest = m[5]!.replace(/ \[\(\{status\}\)\]$/, '');
+  return `${m[1]} failed to ${m[2] ? `${m[2]} ` : ''}${base}${second ? ` or ${second}` : ''}${rest} [({errorType})]`;
 }
 
 /** The event-type file with its keys in the order they are written; absent optional keys are left out. */
@@ -624,6 +668,9 @@ function orderedEventFile(generated: Pick<EventMappingFile, 'eventType' | 'famil
     out.target = { ...target, ...t };
   }
   if (kept.body !== undefined) out.body = kept.body;
+  const onFailure = kept.bodyOnFailure ?? (kept.body !== undefined ? failureBodyOf(kept.body) : undefined);
+  if (onFailure !== undefined) out.bodyOnFailure = onFailure;
+  if (kept.severity !== undefined) out.severity = kept.severity;
   out.attributes = generated.attributes;
   return out as EventMappingFile;
 }
@@ -721,7 +768,8 @@ export function generateCatalog(options: GenerateOptions = {}): void {
     },
     severity: {
       outcomes: { ...FIXED_DEFAULTS.severity.outcomes },
-      failureFields: FIXED_DEFAULTS.severity.failureFields.map((f) => ({ ...f })),
+      failureFields: FIXED_DEFAULTS.severity.failureFields.map((f) => ({ ...f, ...('oneOf' in f ? { oneOf: [...f.oneOf] } : {}) })),
+      errorTypeFields: [...FIXED_DEFAULTS.severity.errorTypeFields],
     },
   };
   defaultsFileSchema.parse(defaults);

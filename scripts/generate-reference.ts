@@ -178,11 +178,18 @@ function failureRulesOf(entry: EventTypeEntry, catalog: Catalog): string[] {
   for (const rule of catalog.defaults.severity.failureFields) {
     const attr = entry.allAttributes.get(rule.field);
     if (!attr) continue;
-    const expected = typeof rule.equals === 'boolean' ? 'boolean' : 'string';
+    const expected = typeof rule.equals === 'boolean' ? 'boolean' : rule.present ? attr.type : 'string';
     const never = attr.type !== expected ? ` (never matches: the attribute is documented as ${attr.type})` : '';
-    out.push(`at least ${rule.severity} when ${code(rule.field)} is ${code(String(rule.equals))}${typeof rule.equals === 'string' ? ' (any case)' : ''}${never}`);
+    out.push(`a failure of at least ${rule.severity} when ${code(rule.field)} ${failureValueText(rule)}${never}`);
   }
   return out;
+}
+
+/** What a failure-field rule matches, in words. */
+function failureValueText(rule: Catalog['defaults']['severity']['failureFields'][number]): string {
+  if (rule.present) return 'is set (not empty)';
+  if (rule.oneOf) return `is one of ${rule.oneOf.map(code).join(', ')} (any case)`;
+  return `is ${code(String(rule.equals))}${typeof rule.equals === 'string' ? ' (any case)' : ''}`;
 }
 
 function defaultBodyText(entry: EventTypeEntry): string {
@@ -291,20 +298,23 @@ export function renderReference(catalog: Catalog): string {
   );
   if (d.severity.failureFields.length > 0) {
     out(
-      'A record whose own field says it failed is raised to at least the given severity (never lowered);',
+      'A record whose own field says it failed is a failure, raised to at least the given severity (never lowered);',
       'string values are compared in any case. The event types that document such a field say so in',
       'their section.',
       '',
       ...table(
         ['Field', 'Value', 'At least'],
-        d.severity.failureFields.map((r) => [code(r.field), code(String(r.equals)), r.severity]),
+        d.severity.failureFields.map((r) => [code(r.field), failureValueText(r).replace(/^is /, ''), r.severity]),
       ),
       '',
     );
   }
   out(
-    `${code(ATTR_ERROR_TYPE)} is set only from ${code('eventOutcome')} (the last column above), never on success and never`,
-    'from the failure fields. A tenant\'s overrides file can set a fixed severity for event types',
+    `${code(ATTR_ERROR_TYPE)} is set on every failure, never otherwise: the failed ${code('eventOutcome')} (the last column above);`,
+    `else the record's ${list(d.severity.errorTypeFields.map(code), 'or')} when it is a short code (letters, digits, ${code('_.:-')},`,
+    `at most 64 characters); else ${code('_OTHER')}. An event type whose mapping file says ${code('severity: { default: … }')}`,
+    `starts from that severity instead of INFO; ${code('failure: always')} makes every record of the type a failure.`,
+    'A tenant\'s overrides file can set a fixed severity for event types',
     '(`severity:` in its mapping overrides); that replaces the computed one for that tenant.',
     '',
   );
@@ -439,7 +449,8 @@ export function renderReference(catalog: Catalog): string {
       const outputs = outputsOf(f, e.allAttributes, catalog);
       const failure = failureRulesOf(e, catalog);
       const items: string[] = [];
-      items.push(`Event name ${code(d.eventNamePrefix + e.eventType)}; severity [default](#severity)${failure.length > 0 ? `, ${failure.join(', ')}` : ''}`);
+      const typeSeverity = e.severity ? `${e.severity.default ?? 'default'}${e.severity.failure === 'always' ? ', every record a failure' : ''}` : '[default](#severity)';
+      items.push(`Event name ${code(d.eventNamePrefix + e.eventType)}; severity ${typeSeverity}${failure.length > 0 ? `, ${failure.join(', ')}` : ''}`);
       items.push(
         [
           `Category ${e.category ? code(e.category) : 'none'}`,
@@ -468,6 +479,7 @@ export function renderReference(catalog: Catalog): string {
         items.push('Target none');
       }
       items.push(e.body ? `Body ${code(e.body)}` : `Body [default](#body): ${code(defaultBodyText(e))}`);
+      items.push(e.bodyOnFailure ? `Body on failure ${code(e.bodyOnFailure)}` : e.body ? `Body on failure: the body followed by ${code(' (failed: <error.type>)')}` : `Body on failure: the default body with ${code(' failed (<error.type>)')} in place of the outcome`);
       out(...items.map((i) => `- ${i}`), '');
       const own = Object.entries(e.attributes);
       if (own.length === 0) {

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, it, expect } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { defaultsFileSchema, eventMappingFileSchema, OCSF_CLASSES, type EventMappingFile } from '../src/mapping/mapping-file-schema.js';
+import { loadCatalog } from '../src/mapping/catalog.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MAPPINGS = path.join(ROOT, 'mappings');
@@ -187,8 +188,8 @@ describe('mappings/ semantics of each event type', () => {
     expect(types.size).toBe(270);
   });
 
-  it('writes the keys in the order eventType, family, description, category, action, ocsf, target, body, attributes', () => {
-    const order = ['eventType', 'family', 'description', 'category', 'action', 'ocsf', 'target', 'body', 'attributes'];
+  it('writes the keys in the order eventType, family, description, category, action, ocsf, target, body, bodyOnFailure, severity, attributes', () => {
+    const order = ['eventType', 'family', 'description', 'category', 'action', 'ocsf', 'target', 'body', 'bodyOnFailure', 'severity', 'attributes'];
     const wrong: string[] = [];
     for (const { family, file } of types.values()) {
       const keys = Object.keys(load(`${family}/${file.eventType}.yaml`) as object);
@@ -415,8 +416,10 @@ describe('scripts/generate-catalog.ts keeps the hand-maintained keys', () => {
       expect(result.status, result.stderr).toBe(0);
       const login = readFileSync(path.join(out, 'site', 'hist_login.yaml'), 'utf8');
       expect(login.startsWith(EVENT_TYPE_HEADER)).toBe(true);
-      expect(Object.keys(parse(login) as object)).toEqual(['eventType', 'family', 'description', 'category', 'action', 'body', 'attributes']);
+      expect(Object.keys(parse(login) as object)).toEqual(['eventType', 'family', 'description', 'category', 'action', 'body', 'bodyOnFailure', 'attributes']);
       expect(login).toContain('body: user {user} signed in [to {siteName}]\n');
+      // the generator's default failure body of an action body
+      expect(login).toContain('bodyOnFailure: user {user} failed to sign in [to {siteName}] [({errorType})]\n');
       // keep/tenant does not exist: the tenant files carry no hand-maintained keys.
       const user = parse(readFileSync(path.join(out, 'tenant', 'create_user.yaml'), 'utf8')) as Record<string, unknown>;
       expect(Object.keys(user)).toEqual(['eventType', 'family', 'description', 'attributes']);
@@ -471,6 +474,59 @@ describe('prebuilt catalog (catalog-snapshot.ts)', () => {
       expect(readCatalogSnapshot(copy2, file)).toBeUndefined();
     } finally {
       for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('failure keys of the mapping files', () => {
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'generate-catalog.ts'), ...args], { cwd: ROOT, encoding: 'utf8' });
+
+  it('the loader rejects a bodyOnFailure naming an attribute the type lacks and an unknown severity, naming file and key', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'catalog-failure-'));
+    try {
+      cpSync(MAPPINGS, dir, { recursive: true });
+      const file = path.join(dir, 'site', 'hist_download_workbook.yaml');
+      const entry = parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+      writeFileSync(file, stringify({ ...entry, bodyOnFailure: 'user {user} failed to download {noSuchAttribute} ({errorType})' }));
+      expect(() => loadCatalog(dir, { snapshot: false })).toThrow(/hist_download_workbook\.yaml[\s\S]*bodyOnFailure: unknown attribute 'noSuchAttribute'/);
+      writeFileSync(file, stringify({ ...entry, severity: { default: 'LOUD' } }));
+      expect(() => loadCatalog(dir, { snapshot: false })).toThrow(/hist_download_workbook\.yaml[\s\S]*severity\.default/);
+      // {errorType} is a placeholder of the failure body only
+      writeFileSync(file, stringify({ ...entry, body: 'user {user} downloaded ({errorType})' }));
+      expect(() => loadCatalog(dir, { snapshot: false })).toThrow(/body: unknown attribute 'errorType'/);
+      writeFileSync(file, stringify({ ...entry, bodyOnFailure: 'download by {user} refused [({errorType})]', severity: { default: 'ERROR' } }));
+      const ok = loadCatalog(dir, { snapshot: false }).eventTypes.get('hist_download_workbook')!;
+      expect(ok.bodyOnFailure).toBe('download by {user} refused [({errorType})]');
+      expect(ok.severity).toEqual({ default: 'ERROR' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the generator keeps a hand-written bodyOnFailure and severity, and derives the default only where there is none', () => {
+    const keep = mkdtempSync(path.join(tmpdir(), 'catalog-keep-'));
+    const out = mkdtempSync(path.join(tmpdir(), 'catalog-out-'));
+    try {
+      cpSync(MAPPINGS, keep, { recursive: true });
+      const file = path.join(keep, 'site', 'hist_download_workbook.yaml');
+      const entry = parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+      writeFileSync(file, stringify({ ...entry, bodyOnFailure: 'download by {user} refused', severity: { default: 'WARN' } }));
+      const deleted = path.join(keep, 'site', 'hist_delete_workbook.yaml');
+      const del = parse(readFileSync(deleted, 'utf8')) as Record<string, unknown>;
+      delete del.bodyOnFailure;
+      writeFileSync(deleted, stringify(del));
+      const result = run(['--out', out, '--keep-from', keep]);
+      expect(result.status, result.stderr).toBe(0);
+      const kept = parse(readFileSync(path.join(out, 'site', 'hist_download_workbook.yaml'), 'utf8')) as Record<string, unknown>;
+      expect(kept.bodyOnFailure).toBe('download by {user} refused');
+      expect(kept.severity).toEqual({ default: 'WARN' });
+      const derived = parse(readFileSync(path.join(out, 'site', 'hist_delete_workbook.yaml'), 'utf8')) as Record<string, unknown>;
+      expect(derived.body).toMatch(/^user \{user\} deleted workbook/);
+      expect(derived.bodyOnFailure).toBe(String(derived.body).replace('deleted', 'failed to delete') + ' [({errorType})]');
+    } finally {
+      rmSync(keep, { recursive: true, force: true });
+      rmSync(out, { recursive: true, force: true });
     }
   });
 });

@@ -93,6 +93,84 @@ describe('direct OTLP protobuf path = object path', () => {
     expect(sort(viaDirect)).toEqual(sort(viaObjects));
   });
 
+  it('for failure records of every one of the 270 event types: error.type and the failure body agree on every path', () => {
+    // five ways a record says it failed, rotated over the types
+    const failures: Array<Record<string, unknown>> = [
+      { eventOutcome: 'unauthorized' },
+      { eventOutcome: 'internal_error' },
+      { isError: true },
+      { status: 'failure' },
+      { errorCode: 'ERR_42' },
+      { eventState: 'Failed' },
+    ];
+    const items = [...catalog.eventTypes.values()].map((entry, i) => {
+      const value: Record<string, unknown> = {};
+      let j = 0;
+      for (const [name, attr] of entry.allAttributes) {
+        // no booleans/outcomes/codes of their own: the failure below is the only one
+        if (name === 'eventOutcome' || name === 'isError' || name === 'isFailure' || name === 'status' || name === 'errorCode' || name === 'eventState') continue;
+        value[name] = attr.type === 'boolean' ? false : valueOf(attr.type, name, i + j++);
+      }
+      Object.assign(value, failures[i % failures.length]);
+      const key = entry.family === 'site' ? `pod=p1/siteLuid=s-${i % 3}/y=2026/m=11/d=29/h=10/eventType=${entry.eventType}/f.txt` : `tenant=t/y=2026/m=11/d=29/h=10/eventType=${entry.eventType}/f.txt`;
+      return { key, value, line: i + 1 };
+    });
+    const { viaObjects, viaDirect } = both(items);
+    expect(viaObjects.length).toBe(270);
+    const sort = (xs: typeof viaObjects) => xs.map(canon).sort();
+    expect(sort(viaDirect)).toEqual(sort(viaObjects));
+    const wanted = ['unauthorized', 'internal_error', '_OTHER', '_OTHER', 'ERR_42', '_OTHER'];
+    const byUid = new Map(viaDirect.map((r) => [String(r.attributes['log.record.uid']), r]));
+    const problems: string[] = [];
+    items.forEach((item, i) => {
+      const entry = [...catalog.eventTypes.values()][i]!;
+      const uid = entry.family === 'tenant' ? String((item.value as Record<string, unknown>).eventId) : `abc:${item.line}`;
+      const r = byUid.get(uid);
+      if (!r) return problems.push(`${entry.eventType}: not found`);
+      if (r.attributes['error.type'] !== wanted[i % wanted.length]) problems.push(`${entry.eventType}: error.type ${String(r.attributes['error.type'])}`);
+      const sev = i % wanted.length === 1 ? 17 : 13;
+      if (r.severityNumber !== sev) problems.push(`${entry.eventType}: severity ${r.severityNumber}`);
+      const body = String(r.body);
+      if (entry.bodyOnFailure ? !/fail/.test(body) : !body.includes('(failed')) problems.push(`${entry.eventType}: body ${body}`);
+      if (entry.bodyOnFailure?.includes('failed to ') && / (downloaded|deleted|created|updated|signed in) /.test(body)) problems.push(`${entry.eventType}: body still says it succeeded: ${body}`);
+    });
+    expect(problems).toEqual([]);
+  });
+
+  it('both generations of the schema: an older background_job (isError, serviceName, siteId integer) and a newer bridge_job (eventOutcome, eventProcessedTime, siteId string)', () => {
+    const site = 'pod=p1/siteLuid=s-1/y=2026/m=11/d=29/h=10/eventType=';
+    const older = { eventTime: '2024-03-01T10:00:00.5Z', jobType: 'RefreshExtracts', eventState: 'Failed', isError: true, serviceName: 'backgrounder', siteId: 42, objType: 'Workbook', objName: 'Sales', actorUserLuid: 'u-1' };
+    const newer = { eventTime: '2026-11-29T10:11:12.123456789Z', eventProcessedTime: '2026-11-29T10:12:00Z', jobType: 'RefreshExtractsViaBridge', eventState: 'Success', eventOutcome: 'internal_error', siteId: 'site-42', objType: 'Datasource', objName: 'Orders', bridgeClientComputerName: 'pc-7', actorUserLuid: 'u-2' };
+    const olderOk = { ...older, eventState: 'Success', isError: false };
+    const items = [
+      { key: `${site}background_job/f.txt`, value: older, line: 1 },
+      { key: `${site}bridge_job/f.txt`, value: newer, line: 2 },
+      { key: `${site}background_job/f.txt`, value: olderOk, line: 3 },
+    ];
+    const { viaObjects, viaDirect } = both(items);
+    expect(viaDirect.map(canon)).toEqual(viaObjects.map(canon));
+    const [a, b, c] = viaDirect;
+    expect(a!.eventName).toBe('tableau.background_job');
+    expect(a!.attributes['tableau.site_id']).toBe(42);
+    expect(a!.attributeKinds['tableau.site_id']).toBe('int');
+    expect(a!.attributes['tableau.service_name']).toBe('backgrounder');
+    expect(a!.resource['service.name']).toBe('tableau-cloud');
+    expect(a!.attributes['error.type']).toBe('_OTHER');
+    expect(a!.severityText).toBe('WARN');
+    expect(a!.body).toBe('background job RefreshExtracts Failed for Workbook Sales (failed)');
+    expect(b!.eventName).toBe('tableau.bridge_job');
+    expect(b!.attributes['tableau.site_id']).toBe('site-42');
+    expect(b!.attributeKinds['tableau.site_id']).toBe('string');
+    expect(b!.attributes['tableau.event_processed_time']).toBe('2026-11-29T10:12:00Z');
+    expect(b!.timeUnixNano).toBe(1_795_947_072_123_456_789n);
+    expect(b!.attributes['error.type']).toBe('internal_error');
+    expect(b!.severityNumber).toBe(17);
+    expect(b!.body).toBe('Bridge job RefreshExtractsViaBridge Success for Datasource Orders on pc-7 (failed: internal_error)');
+    expect(c!.attributes).not.toHaveProperty(['error.type']);
+    expect(c!.severityText).toBe('INFO');
+    expect(c!.body).toBe('background job RefreshExtracts Success for Workbook Sales');
+  });
+
   it('for the bundled example tree', () => {
     const root = join(REPO_ROOT, 'examples', 'activity-log');
     const items: Array<{ key: string; value: unknown; line: number; text?: string }> = [];

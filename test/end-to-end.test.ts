@@ -51,7 +51,9 @@ function checkContents(input: FixtureRecord[], received: ReceivedLogRecord[]): v
     }
     const failed = record.eventOutcome === 'unauthorized' || record.status === 'failure';
     expect(r!.severityNumber).toBe(failed ? 13 : 9);
-    expect(r!.attributes['error.type']).toBe(record.eventOutcome === 'unauthorized' ? 'unauthorized' : undefined);
+    // every failure carries error.type: the outcome, else _OTHER (a failed sign-in's status)
+    expect(r!.attributes['error.type']).toBe(record.eventOutcome === 'unauthorized' ? 'unauthorized' : failed ? '_OTHER' : undefined);
+    if (failed) expect(String(r!.body)).toMatch(/fail/);
     expect(r!.scope.name).toBe('tableau-activity-otel');
   }
 }

@@ -94,11 +94,31 @@ function isFailureOutcome(o: unknown): o is string {
   return o === 'unauthorized' || o === 'client_error' || o === 'internal_error';
 }
 
-function expectedSeverity(rec: Record<string, unknown>): { number: number; text: string } {
+/** The record's own fields say it failed (the failure rules of docs/mapping.md, written out independently). */
+function ownFailure(rec: Record<string, unknown>): boolean {
+  const lower = (v: unknown) => (typeof v === 'string' ? v.toLowerCase() : undefined);
+  return (
+    rec.isError === true ||
+    rec.isFailure === true ||
+    lower(rec.status) === 'failure' ||
+    (rec.errorCode !== undefined && rec.errorCode !== null && rec.errorCode !== '') ||
+    ['failed', 'failure', 'error'].includes(lower(rec.eventState) ?? '')
+  );
+}
+
+/** `error.type` by the rules: the failed outcome, else a short errorCode, else _OTHER; none on success. */
+function expectedErrorType(rec: Record<string, unknown>, entry?: EventTypeEntry): string | undefined {
+  if (isFailureOutcome(rec.eventOutcome)) return rec.eventOutcome;
+  if (!ownFailure(rec) && entry?.severity?.failure !== 'always') return undefined;
+  const code = rec.errorCode;
+  return typeof code === 'string' && /^[A-Za-z0-9_.:-]{1,64}$/.test(code) ? code : '_OTHER';
+}
+
+function expectedSeverity(rec: Record<string, unknown>, entry?: EventTypeEntry): { number: number; text: string } {
   const o = rec.eventOutcome;
-  if (o === 'internal_error') return { number: 17, text: 'ERROR' };
-  if (o === 'unauthorized' || o === 'client_error') return { number: 13, text: 'WARN' };
-  if (rec.isError === true || rec.isFailure === true || rec.status === 'failure') return { number: 13, text: 'WARN' };
+  if (o === 'internal_error' || entry?.severity?.default === 'ERROR') return { number: 17, text: 'ERROR' };
+  if (o === 'unauthorized' || o === 'client_error' || entry?.severity?.default === 'WARN' || entry?.severity?.failure === 'always') return { number: 13, text: 'WARN' };
+  if (ownFailure(rec)) return { number: 13, text: 'WARN' };
   return { number: 9, text: 'INFO' };
 }
 
@@ -115,7 +135,8 @@ function expectedAttributes(
   entry?: EventTypeEntry,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = { 'log.record.uid': uid, 'tableau.event_type': eventType };
-  if (isFailureOutcome(rec.eventOutcome)) out['error.type'] = rec.eventOutcome;
+  const errorType = expectedErrorType(rec, entry);
+  if (errorType !== undefined) out['error.type'] = errorType;
   // what the event type's mapping file says about it (category, OCSF class, target)
   if (entry?.category) out['tableau.event.category'] = entry.category;
   if (entry?.action) out['tableau.event.action'] = entry.action;
@@ -286,7 +307,7 @@ describe('RecordMapper: every catalog event type', () => {
       }
       const out = r1.record;
       const uid = family === 'tenant' ? (rec.eventId as string) : `obj-prefix:${line}`;
-      const sev = expectedSeverity(rec);
+      const sev = expectedSeverity(rec, entry);
       const p = (msg: string) => problems.push(`${eventType}: ${msg}`);
 
       if (out.eventName !== `tableau.${eventType}`) p(`eventName ${out.eventName}`);
@@ -309,7 +330,7 @@ describe('RecordMapper: every catalog event type', () => {
           p(`${k} = ${JSON.stringify(out.attributes[k])}, expected ${JSON.stringify(expected[k])}`);
         }
       }
-      if (out.attributes['error.type'] !== undefined) p('error.type set on a success record');
+      if (out.attributes['error.type'] !== undefined && expectedErrorType(rec, entry) === undefined) p('error.type set on a success record');
 
       // Resource.
       const res = out.resource.attributes;
@@ -380,13 +401,21 @@ describe('RecordMapper: severity and error.type', () => {
     ['unauthorized', { eventOutcome: 'unauthorized' }, 13, 'WARN', 'unauthorized'],
     ['client_error', { eventOutcome: 'client_error' }, 13, 'WARN', 'client_error'],
     ['internal_error', { eventOutcome: 'internal_error' }, 17, 'ERROR', 'internal_error'],
-    ['isError: true', { isError: true }, 13, 'WARN', undefined],
+    ['isError: true', { isError: true }, 13, 'WARN', '_OTHER'],
     ['isError: false', { isError: false }, 9, 'INFO', undefined],
-    ['isFailure: true', { isFailure: true }, 13, 'WARN', undefined],
+    ['isFailure: true', { isFailure: true }, 13, 'WARN', '_OTHER'],
     ['isFailure: false', { isFailure: false }, 9, 'INFO', undefined],
-    ['status: failure', { status: 'failure' }, 13, 'WARN', undefined],
+    ['status: failure', { status: 'failure' }, 13, 'WARN', '_OTHER'],
+    ['status: FAILURE (any case)', { status: 'FAILURE' }, 13, 'WARN', '_OTHER'],
     ['status: success', { status: 'success' }, 9, 'INFO', undefined],
-    ['isError: true with success outcome', { eventOutcome: 'success', isError: true }, 13, 'WARN', undefined],
+    ['isError: true with success outcome', { eventOutcome: 'success', isError: true }, 13, 'WARN', '_OTHER'],
+    ['isError: true with a short errorCode', { isError: true, errorCode: 'INVALID_BUCKET' }, 13, 'WARN', 'INVALID_BUCKET'],
+    ['errorCode alone is a failure', { errorCode: 'E403' }, 13, 'WARN', 'E403'],
+    ['an errorCode that is a sentence is _OTHER', { errorCode: 'The bucket policy does not allow Tableau to write' }, 13, 'WARN', '_OTHER'],
+    ['empty errorCode is no failure', { errorCode: '' }, 9, 'INFO', undefined],
+    ['unauthorized with an errorCode keeps the outcome', { eventOutcome: 'unauthorized', errorCode: 'E403' }, 13, 'WARN', 'unauthorized'],
+    ['eventState Failed', { eventState: 'Failed' }, 13, 'WARN', '_OTHER'],
+    ['eventState Success', { eventState: 'Success' }, 9, 'INFO', undefined],
     ['internal_error with isError: true stays ERROR', { eventOutcome: 'internal_error', isError: true }, 17, 'ERROR', 'internal_error'],
   ];
   it.each(cases)('%s', (_name, extra, number, text, errorType) => {
@@ -397,13 +426,58 @@ describe('RecordMapper: severity and error.type', () => {
     else expect(r.attributes['error.type']).toBe(errorType);
   });
 
-  it('login_authentication with status failure is WARN; the status stays an attribute', () => {
+  it('login_authentication with status failure is WARN with error.type _OTHER; the status stays an attribute; the body says it failed', () => {
     const key = keyFor('site', 'login_authentication');
-    const r = ok(mapper().map({ eventTime: EVENT_TIME, status: 'failure', username: 'bob' }, 1, ctxFor(key), OBSERVED));
+    const r = ok(mapper().map({ eventTime: EVENT_TIME, status: 'failure', username: 'bob', actorUserLuid: 'u-1', loginType: 'SAML' }, 1, ctxFor(key), OBSERVED));
     expect(r.severityNumber).toBe(13);
     expect(r.severityText).toBe('WARN');
     expect(r.attributes['tableau.status']).toBe('failure');
-    expect(r.attributes).not.toHaveProperty(['error.type']);
+    expect(r.attributes['error.type']).toBe('_OTHER');
+    expect(r.body).toBe('user u-1 failed to sign in with SAML');
+    const good = ok(mapper().map({ eventTime: EVENT_TIME, status: 'success', actorUserLuid: 'u-1', loginType: 'SAML' }, 2, ctxFor(key), OBSERVED));
+    expect(good.body).toBe('user u-1 signed in with SAML (success)');
+    expect(good.attributes).not.toHaveProperty(['error.type']);
+  });
+
+  it('an unauthorized download says so in the body', () => {
+    const key = keyFor('site', 'hist_download_workbook');
+    const r = ok(mapper().map({ eventTime: EVENT_TIME, eventOutcome: 'unauthorized', actorUserLuid: 'u-1', name: 'Sales', workbookLuid: 'wb-9' }, 1, ctxFor(key), OBSERVED));
+    expect(r.body).toBe('user u-1 failed to download workbook Sales wb-9 (unauthorized)');
+    expect(r.attributes['error.type']).toBe('unauthorized');
+    const good = ok(mapper().map({ eventTime: EVENT_TIME, eventOutcome: 'success', actorUserLuid: 'u-1', name: 'Sales', workbookLuid: 'wb-9' }, 2, ctxFor(key), OBSERVED));
+    expect(good.body).toBe('user u-1 downloaded workbook Sales wb-9');
+  });
+
+  it('a failed TCM sign-in says so in the body', () => {
+    const key = keyFor('tenant', 'user_login_create_session');
+    const r = ok(mapper().map({ eventTime: EVENT_TIME, eventId: 'e-1', eventVersion: '1', eventOutcome: 'unauthorized', initiatingUserId: 'u-7', idpName: 'okta' }, 1, ctxFor(key), OBSERVED));
+    expect(r.body).toBe('user u-7 failed to sign in to Tableau Cloud Manager via okta (unauthorized)');
+    expect(r.severityText).toBe('WARN');
+  });
+
+  it('a failure of a type without an action body gets the body and "(failed: …)"; internal_error is ERROR', () => {
+    const key = keyFor('site', 'background_job');
+    const r = ok(mapper().map({ eventTime: EVENT_TIME, jobType: 'RefreshExtracts', eventState: 'Failed', objType: 'Workbook', objName: 'Sales', siteId: 12 }, 1, ctxFor(key), OBSERVED));
+    expect(r.body).toBe('background job RefreshExtracts Failed for Workbook Sales (failed)');
+    expect(r.attributes['error.type']).toBe('_OTHER');
+    expect(r.severityText).toBe('WARN');
+    const e = ok(mapper().map({ eventTime: EVENT_TIME, jobType: 'RefreshExtracts', eventOutcome: 'internal_error', objType: 'Workbook', objName: 'Sales' }, 2, ctxFor(key), OBSERVED));
+    expect(e.body).toBe('background job RefreshExtracts for Workbook Sales (failed: internal_error)');
+    expect(e.severityNumber).toBe(17);
+  });
+
+  it('hist_send_failing_data_alert_email is a failure by its type (mapping file severity: { default: WARN, failure: always })', () => {
+    const key = keyFor('site', 'hist_send_failing_data_alert_email');
+    const r = ok(mapper().map({ eventTime: EVENT_TIME, name: 'Revenue', viewLuid: 'v-1' }, 1, ctxFor(key), OBSERVED));
+    expect(r.severityText).toBe('WARN');
+    expect(r.severityNumber).toBe(13);
+    expect(r.attributes['error.type']).toBe('_OTHER');
+    expect(r.body).toBe('data-driven alert failed for view Revenue v-1');
+  });
+
+  it('a default body says failed instead of the outcome', () => {
+    const r = ok(mapper().map({ eventTime: EVENT_TIME, eventOutcome: 'client_error', actorUserLuid: 'u-1' }, 1, ctxFor(keyFor('site', 'not_a_documented_type')), OBSERVED));
+    expect(r.body).toBe('not a documented type by user u-1 failed (client_error)');
   });
 
   it('the outcome is still kept as tableau.event_outcome', () => {

@@ -121,14 +121,17 @@ export function outputNamesOf(entry: Pick<EventMappingFile, 'family'>, all: Read
 function checkEventType(entry: EventMappingFile, all: ReadonlyMap<string, CatalogAttribute>, defaults: DefaultsFile): EntryIssue[] {
   const issues: EntryIssue[] = [];
   const known = (name: string): boolean => name === 'user' || name === 'eventType' || all.has(name);
-  if (entry.body) {
+  for (const key of ['body', 'bodyOnFailure'] as const) {
+    const template = entry[key];
+    if (!template) continue;
     try {
-      compileTemplate(entry.body);
-      const missing = templateFields(entry.body).filter((n) => !known(n));
-      if (missing.length > 0) issues.push({ path: ['body'], message: `unknown attribute${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}` });
+      compileTemplate(template);
+      // {errorType}: the record's error.type, in the failure body only
+      const missing = templateFields(template).filter((n) => !known(n) && !(key === 'bodyOnFailure' && n === 'errorType'));
+      if (missing.length > 0) issues.push({ path: [key], message: `unknown attribute${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}` });
     } catch (err) {
       if (!(err instanceof TemplateError)) throw err;
-      issues.push({ path: ['body'], message: err.message });
+      issues.push({ path: [key], message: err.message });
     }
   }
   if (entry.target) {

@@ -86,6 +86,14 @@ export const targetSchema = z
   .strict();
 export type TargetSpec = z.infer<typeof targetSchema>;
 
+/** The per-type `severity:` key of an event-type file. */
+export const typeSeveritySchema = z
+  .object({
+    default: severitySchema.optional(),
+    failure: z.literal('always').optional(),
+  })
+  .strict();
+
 /** `mappings/<family>/<eventType>.yaml` */
 export const eventMappingFileSchema = z
   .object({
@@ -102,6 +110,14 @@ export const eventMappingFileSchema = z
      * `{eventType}`); a `[...]` section disappears when a placeholder inside it has no value.
      */
     body: z.string().min(1).optional(),
+    /**
+     * The body of a record that reports a failure (see `severity.failureFields` in defaults.yaml),
+     * with the same placeholders plus `{errorType}` (the record's `error.type`; absent when it is
+     * `_OTHER`). Without it a failed record's body is `body` followed by ` (failed[: <error.type>])`.
+     */
+    bodyOnFailure: z.string().min(1).optional(),
+    /** Severity of this type: `default` when the record reports no failure (or one of lower severity); `failure: always` when every record of the type is a failure. */
+    severity: typeSeveritySchema.optional(),
     target: targetSchema.optional(),
     /** Attributes specific to this event type, in the order the schema page lists them. */
     attributes: z.record(z.string(), catalogAttributeSchema).default({}),
@@ -125,18 +141,30 @@ export const severityRulesSchema = z
   .object({
     /** eventOutcome value → severity; an outcome not listed (or null) is INFO. */
     outcomes: z.record(z.string(), severitySchema),
-    /** A record whose own field equals one of these values is at least this severity. */
+    /**
+     * A record whose own field says it failed (equals the value, any case for strings; is one of
+     * `oneOf`, any case; or, with `present: true`, is set to a non-empty value) is a failure of at
+     * least this severity.
+     */
     failureFields: z
       .array(
         z
           .object({
             field: z.string().min(1),
-            equals: z.union([z.string(), z.boolean()]),
+            equals: z.union([z.string(), z.boolean()]).optional(),
+            oneOf: z.array(z.string().min(1)).min(1).optional(),
+            present: z.literal(true).optional(),
             severity: severitySchema,
           })
-          .strict(),
+          .strict()
+          .refine((r) => [r.equals, r.oneOf, r.present].filter((x) => x !== undefined).length === 1, { message: 'give exactly one of equals, oneOf, present' }),
       )
       .default([]),
+    /**
+     * Fields whose value becomes `error.type` of a failed record that has no failed
+     * `eventOutcome`, when it is a short code (letters, digits, `_.:-`, at most 64); else `_OTHER`.
+     */
+    errorTypeFields: z.array(z.string().min(1)).default([]),
   })
   .strict();
 

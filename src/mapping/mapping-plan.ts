@@ -17,12 +17,19 @@ export interface TypePlan {
   /** Source attribute → output name, for documented attributes with a `rename`. */
   renames: ReadonlyMap<string, string>;
   body: ((lookup: ValueLookup) => string) | undefined;
+  /** The type's `bodyOnFailure` template, for records that report a failure. */
+  bodyOnFailure: ((lookup: ValueLookup) => string) | undefined;
+  /** The type's `severity.default` (mapping file). */
+  typeSeverity: Severity | undefined;
+  /** `severity.failure: always`: every record of the type is a failure. */
+  alwaysFails: boolean;
   derived: ReadonlyArray<[string, AttrValue]>;
   /** The event type and the derived attributes: the same on every record of the type. */
   constants: ReadonlyArray<readonly [string, AttrValue]>;
   /** Their encoding by the direct writer (DirectRecordWriter.constBlock). */
   constBlock: { readonly space: object } | undefined;
   target: EventTypeEntry['target'];
+  /** The tenant's fixed severity for the type (overrides). */
   severity: Severity | undefined;
   keep: boolean;
   /** Source attribute → where it goes, per family (computed on first sight of each name). */

@@ -47,7 +47,7 @@ export interface ObjectMappingContext {
 }
 
 /** What the default body (no template) reads. */
-const DEFAULT_BODY_FIELDS = ['user', 'actorUserId', 'eventOutcome', 'status'];
+const DEFAULT_BODY_FIELDS: readonly string[] = ['user', 'actorUserId', 'eventOutcome', 'status'];
 
 export type MapResult =
   | { ok: true; record: MappedLogRecord }
@@ -61,6 +61,24 @@ export interface SchemaDriftCounters {
 }
 
 const SEVERITY_RANK: Record<Severity, number> = { INFO: 0, WARN: 1, ERROR: 2 };
+
+/** `error.type` of a failure nothing names more precisely (semantic conventions: `_OTHER`). */
+export const ERROR_TYPE_OTHER = '_OTHER';
+
+/** An error code short and plain enough to be an `error.type` value (low cardinality). */
+const SHORT_CODE = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/** The body placeholder of the record's `error.type` (bodyOnFailure templates). */
+export const ERROR_TYPE_PLACEHOLDER = 'errorType';
+
+interface FailureRule {
+  field: string;
+  equals: string | boolean | undefined;
+  /** Lower-cased string values that mean failure (`equals` or `oneOf`). */
+  lower: ReadonlySet<string> | undefined;
+  present: boolean;
+  severity: Severity;
+}
 
 export interface RecordMapperOptions {
   /** The configured tenant's id, put on the resource. */
@@ -96,7 +114,8 @@ export class RecordMapper {
   private readonly semconv: Record<Family, ReadonlyMap<string, string>>;
   private readonly outcomeSeverity: ReadonlyMap<string, Severity>;
   private readonly plans = new Map<string, TypePlan>();
-  private readonly failureFields: ReadonlyArray<{ field: string; equals: string | boolean; lower: string | undefined; severity: Severity }>;
+  private readonly failureFields: readonly FailureRule[];
+  private readonly errorTypeFields: readonly string[];
   private readonly overrides: TenantOverrides;
   private readonly maxAttributes: number;
 
@@ -114,7 +133,14 @@ export class RecordMapper {
     this.outcomeSeverity = new Map(Object.entries(d.severity.outcomes));
     this.overrides = options.overrides ?? TenantOverrides.none();
     this.maxAttributes = options.maxAttributesPerRecord ?? DEFAULT_MAX_ATTRIBUTES_PER_RECORD;
-    this.failureFields = d.severity.failureFields.map((r) => ({ ...r, lower: typeof r.equals === 'string' ? r.equals.toLowerCase() : undefined }));
+    this.failureFields = d.severity.failureFields.map((r) => ({
+      field: r.field,
+      equals: r.equals,
+      lower: typeof r.equals === 'string' ? new Set([r.equals.toLowerCase()]) : r.oneOf ? new Set(r.oneOf.map((v) => v.toLowerCase())) : undefined,
+      present: r.present === true,
+      severity: r.severity,
+    }));
+    this.errorTypeFields = d.severity.errorTypeFields;
   }
 
   /** The previous record's plan (records of an object share their event type). */
@@ -148,6 +174,9 @@ export class RecordMapper {
       family: entry?.family,
       renames,
       body: entry?.body ? compileTemplate(entry.body) : undefined,
+      bodyOnFailure: entry?.bodyOnFailure ? compileTemplate(entry.bodyOnFailure) : undefined,
+      typeSeverity: entry?.severity?.default,
+      alwaysFails: entry?.severity?.failure === 'always',
       derived,
       constants: [[ATTR_EVENT_TYPE, eventType], ...derived],
       constBlock: undefined,
@@ -246,7 +275,7 @@ export class RecordMapper {
     // The body is rendered from the attributes as they leave (after the overrides), so a value a
     // tenant drops, redacts or hashes never reaches the body either.
     const lookup = this.bodyLookup(head, (name) => attrs[name]);
-    const body = plan.body ? plan.body(lookup) : defaultBody(eventType, lookup);
+    const body = renderBody(plan, eventType, lookup, head.errorType);
     return {
       ok: true,
       record: {
@@ -291,7 +320,7 @@ export class RecordMapper {
     if (!head.ok) return head;
     const { eventType, plan } = head;
     const lookup = this.bodyLookup(head, (name) => sink.read(name));
-    out.end(plan.body ? plan.body(lookup) : defaultBody(eventType, lookup));
+    out.end(renderBody(plan, eventType, lookup, head.errorType));
     // (one result object per mapper, read by the caller before the next record)
     const r = this.directResult;
     r.eventType = eventType;
@@ -307,12 +336,14 @@ export class RecordMapper {
 
 
   /** Body placeholders → values of the attributes as emitted (`read` by output name). */
-  private bodyLookup(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
-    const { eventType, plan, family, resource, rec } = head;
+  private bodyLookup(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
+    const { eventType, plan, family, resource, rec, errorType } = head;
     return (n) => {
       switch (n) {
         case 'eventType':
           return eventType;
+        case ERROR_TYPE_PLACEHOLDER:
+          return errorType === ERROR_TYPE_OTHER ? undefined : errorType;
         case 'eventTime':
           return rec.get('eventTime');
         case 'siteLuid':
@@ -332,9 +363,10 @@ export class RecordMapper {
     let w = plan.bodyWantedByFamily[family];
     if (!w) {
       w = new Map();
-      const fields = plan.entry?.body ? templateFields(plan.entry.body) : DEFAULT_BODY_FIELDS;
+      const fields = plan.entry?.body ? templateFields(plan.entry.body) : [...DEFAULT_BODY_FIELDS];
+      if (plan.entry?.bodyOnFailure) fields.push(...templateFields(plan.entry.bodyOnFailure));
       for (const n of fields) {
-        if (n === 'eventType' || n === 'eventTime') continue;
+        if (n === 'eventType' || n === 'eventTime' || n === ERROR_TYPE_PLACEHOLDER) continue;
         if (n === 'requestUri') {
           w.set(ATTR_URL_PATH, n);
           w.set(ATTR_URL_QUERY, n);
@@ -354,7 +386,7 @@ export class RecordMapper {
     line: number,
     ctx: ObjectMappingContext,
     sink: AttributeSink,
-  ): { ok: false; reason: string; dropped?: true } | { ok: true; seconds: number; nanos: number; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields } {
+  ): { ok: false; reason: string; dropped?: true } | { ok: true; seconds: number; nanos: number; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined } {
     const eventTime = rec.get('eventTime');
     if (!parseEventTimeParts(eventTime)) {
       return { ok: false, reason: eventTime == null ? 'missing eventTime' : `unparseable eventTime ${JSON.stringify(String(eventTime)).slice(0, 80)}` };
@@ -386,16 +418,25 @@ export class RecordMapper {
     const siteLuid = typeof siteField === 'string' ? siteField : ctx.keyInfo.siteLuid;
     const resource = this.resourceFor(family, siteLuid, ctx.keyInfo);
 
-    let severity: Severity = 'INFO';
+    // Severity and failure: the type's default, raised (never lowered) by a failed eventOutcome
+    // and by the record's own failure fields; a tenant's fixed severity replaces it.
+    let severity: Severity = plan.typeSeverity ?? (plan.alwaysFails ? 'WARN' : 'INFO');
+    let failed = plan.alwaysFails;
     const outcome = rec.get('eventOutcome');
     const failedOutcome = typeof outcome === 'string' ? this.outcomeSeverity.get(outcome) : undefined;
-    if (failedOutcome) severity = failedOutcome;
+    if (failedOutcome) {
+      failed = true;
+      if (SEVERITY_RANK[failedOutcome] > SEVERITY_RANK[severity]) severity = failedOutcome;
+    }
     for (const rule of this.failureFields) {
       const v = rec.get(rule.field);
       if (v === undefined || v === null) continue;
-      const hit = rule.lower !== undefined ? typeof v === 'string' && v.toLowerCase() === rule.lower : v === rule.equals;
-      if (hit && SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
+      const hit = rule.present ? v !== '' : rule.lower !== undefined ? typeof v === 'string' && rule.lower.has(v.toLowerCase()) : v === rule.equals;
+      if (!hit) continue;
+      failed = true;
+      if (SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
     }
+    const errorType = failed ? (failedOutcome ? (outcome as string) : this.errorCodeOf(rec)) : undefined;
     if (plan.severity) severity = plan.severity;
     sink.head?.(plan, family, resource, seconds, nanos, severity);
 
@@ -404,7 +445,7 @@ export class RecordMapper {
     sink.set(ATTR_LOG_RECORD_UID, uid);
     if (!sink.setConstants?.(plan)) for (const [k, v] of plan.constants) sink.set(k, v);
     if (plan.target) this.setTarget(sink, plan.target, rec);
-    if (failedOutcome) sink.set(ATTR_ERROR_TYPE, outcome as string);
+    if (errorType !== undefined) sink.set(ATTR_ERROR_TYPE, errorType);
 
     const routes = plan.routes[family];
     const scanned = rec instanceof FlatJsonLine ? rec : undefined;
@@ -469,7 +510,17 @@ export class RecordMapper {
       const name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
       sink.setField(sink.has(name) ? RAW_ATTRIBUTE_PREFIX + k : name, rec, i);
     }
-    return { ok: true, seconds, nanos, severity, eventType, plan, family, resource, rec };
+    return { ok: true, seconds, nanos, severity, eventType, plan, family, resource, rec, errorType };
+  }
+
+  /** `error.type` of a failure without a failed outcome: the record's error code when it is a short code, else `_OTHER`. */
+  private errorCodeOf(rec: RecordFields): string {
+    for (const f of this.errorTypeFields) {
+      const v = rec.get(f);
+      const code = typeof v === 'string' ? v : typeof v === 'number' && Number.isInteger(v) ? String(v) : typeof v === 'bigint' ? String(v) : undefined;
+      if (code !== undefined && SHORT_CODE.test(code)) return code;
+    }
+    return ERROR_TYPE_OTHER;
   }
 
   /**
@@ -560,12 +611,27 @@ function alternatives(spec: string): readonly string[] {
   return out;
 }
 
+/**
+ * The body of a record: the type's template, or on a failure its `bodyOnFailure` template, else
+ * the template followed by ` (failed: <error.type>)` (` (failed)` for `_OTHER`).
+ */
+function renderBody(plan: TypePlan, eventType: string, lookup: ValueLookup, errorType: string | undefined): string {
+  if (errorType === undefined) return plan.body ? plan.body(lookup) : defaultBody(eventType, lookup, undefined);
+  if (plan.bodyOnFailure) return plan.bodyOnFailure(lookup);
+  if (!plan.body) return defaultBody(eventType, lookup, errorType);
+  return `${plan.body(lookup)} (failed${errorType === ERROR_TYPE_OTHER ? '' : `: ${errorType}`})`;
+}
+
 /** The body of event types whose mapping file has no template: a short summary, never the raw JSON. */
-function defaultBody(eventType: string, lookup: ValueLookup): string {
+function defaultBody(eventType: string, lookup: ValueLookup, errorType: string | undefined): string {
   const user = firstString(lookup('user'), lookup('actorUserId'));
-  const outcome = firstString(lookup('eventOutcome'), lookup('status'));
   let body = eventType.replace(/_/g, ' ');
   if (user) body += ` by user ${user}`;
+  if (errorType !== undefined) {
+    body += errorType === ERROR_TYPE_OTHER ? ' failed' : ` failed (${errorType})`;
+    return body;
+  }
+  const outcome = firstString(lookup('eventOutcome'), lookup('status'));
   if (outcome) body += ` (${outcome})`;
   return body;
 }
