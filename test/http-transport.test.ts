@@ -1,5 +1,5 @@
 /**
- * The shared HTTP destination layer (src/export/http/transport.ts) with an auth whose bearer
+ * The shared HTTP destination layer (src/export/http/destination-transport.ts on core/http/transport.ts) with an auth whose bearer
  * token expires, as the Sentinel / SecOps destinations will have (their SDKs cache the token):
  * the token of getAuthHeaders goes with the request, a 401 is a hold and tells the auth to
  * drop its token (onUnauthorized), the next attempt carries the fresh one and is accepted; no
@@ -8,8 +8,8 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HttpTransport } from '../src/export/http/transport.js';
-import type { HttpAuth } from '../src/export/http/auth.js';
+import { DestinationHttpTransport } from '../src/export/http/destination-transport.js';
+import type { HttpAuth } from '../src/core/http/auth.js';
 import { resolveHttpSettings } from '../src/export/http/settings.js';
 import { silentLogger } from '../src/daemon/logger.js';
 
@@ -64,12 +64,12 @@ class ExpiringTokenAuth implements HttpAuth {
   }
 }
 
-describe('HttpTransport with an expiring bearer token', () => {
+describe('DestinationHttpTransport with an expiring bearer token', () => {
   it('a 401 is a hold and drops the cached token; the next attempt carries a fresh one and is accepted; no token in a reason', async () => {
     const s = await tokenCheckingServer();
     let n = 0;
     const auth = new ExpiringTokenAuth(() => (n++ === 0 ? 'token-one-AAAAAAAAAA' : 'token-two-BBBBBBBBBB'));
-    const transport = new HttpTransport(resolveHttpSettings({ type: 'test', timeout: 5000 }, { log: silentLogger() }), '.', auth, 10_000);
+    const transport = new DestinationHttpTransport(resolveHttpSettings({ type: 'test', timeout: 5000 }, { log: silentLogger() }), '.', auth, 10_000);
     const body = new TextEncoder().encode('{"a":1}');
     const signal = new AbortController().signal;
 
@@ -94,7 +94,7 @@ describe('HttpTransport with an expiring bearer token', () => {
   it('a token that cannot be fetched is a retry naming the failure, not a crash', async () => {
     const s = await tokenCheckingServer();
     const failing: HttpAuth = { getAuthHeaders: () => Promise.reject(new Error('identity endpoint unreachable')), secrets: () => [] };
-    const transport = new HttpTransport(resolveHttpSettings({ type: 'test' }, { log: silentLogger() }), '.', failing, 10_000);
+    const transport = new DestinationHttpTransport(resolveHttpSettings({ type: 'test' }, { log: silentLogger() }), '.', failing, 10_000);
     const o = await transport.send({ url: s.url, body: new Uint8Array(0), signal: new AbortController().signal });
     expect(o).toEqual({ kind: 'retry', reason: 'identity endpoint unreachable' });
     expect(s.seen).toEqual([]);

@@ -36,7 +36,7 @@ export interface EncodingType<S extends EncodingSpec = EncodingSpec> {
 
 export interface DestinationCapabilities {
   /**
-   * It talks HTTP through the shared layer (export/http/): the conformance test runs the HTTP
+   * It talks HTTP through the shared layer (export/http/ on core/http/): the conformance test runs the HTTP
    * checks (status classification, redirects, secrets in reasons) against it.
    */
   http: boolean;

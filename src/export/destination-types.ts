@@ -12,7 +12,8 @@
  *   2. src/export/<type>/encoder.ts (or reuse an existing encoding such as `otlp-json`): an
  *      EncodingType (defineEncoding) and its spec, options only, never secrets.
  *   3. src/export/<type>/destination.ts: the Destination; an HTTP one sends through
- *      HttpTransport (http/transport.ts) with an HttpAuth (http/auth.ts) and lets it classify.
+ *      DestinationHttpTransport (http/destination-transport.ts) with an HttpAuth (core/http/auth.ts)
+ *      and lets it classify.
  *   4. src/export/<type>/descriptor.ts: defineDestination({ type, configSchema, capabilities,
  *      encoding: { specFromConfig, types }, sampleConfig, load: () => import('./destination.js') … }).
  *   5. One line here. Nothing else: the config schema, the encode workers and the

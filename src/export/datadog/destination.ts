@@ -8,7 +8,7 @@
 import type { Destination, SendOutcome } from '../destination.js';
 import type { EncodingSpec } from '../encodings.js';
 import type { DestinationSettings } from '../destination-type.js';
-import { secretFromEnv } from '../http/auth.js';
+import { secretFromEnv } from '../http/secret-from-env.js';
 import { silentLogger } from '../../core/logger.js';
 import type { DatadogDestinationConfig } from './config.js';
 import { datadogEncodingSpec, DatadogRequestBuilder } from './request.js';

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { durationSchema } from '../../core/duration.js';
 import type { DestinationSettings } from '../destination-type.js';
-import type { TlsOptions } from './client.js';
+import type { TlsOptions } from '../../core/http/client.js';
 
 export const tlsConfigShape = {
   /** PEM file with the CA certificate(s) to trust (instead of Node's bundled roots). */

@@ -3,7 +3,7 @@
  * workers (our direct protobuf encoder, or OpenTelemetry JS's JSON serializer). The endpoint,
  * headers, compression and timeout are resolved by OpenTelemetry JS's own configuration code
  * (otlp-exporter-base), so config options and the standard OTEL_EXPORTER_OTLP_* variables behave
- * as in every SDK. The request itself goes through the shared HTTP layer (http/transport.ts), so
+ * as in every SDK. The request itself goes through the shared HTTP layer (http/destination-transport.ts), so
  * the status code and `Retry-After` of every answer reach the shared retry policy (the SDK's
  * exporter swallows both once its own retry budget is spent), and TLS can be configured per
  * destination.
@@ -14,10 +14,10 @@ import { convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node
 import type { Destination, SendOutcome } from '../destination.js';
 import type { EncodingSpec } from '../encodings.js';
 import type { DestinationSettings } from '../destination-type.js';
-import { HttpTransport } from '../http/transport.js';
-import { headerSecrets } from '../http/redactor.js';
+import { DestinationHttpTransport } from '../http/destination-transport.js';
+import { headerSecrets } from '../../core/http/redactor.js';
 import { resolveHttpSettings } from '../http/settings.js';
-import type { HttpAuth } from '../http/auth.js';
+import type { HttpAuth } from '../../core/http/auth.js';
 import { silentLogger } from '../../core/logger.js';
 import { logsUrl, otlpEncodingSpec, resolveProtocol, type OtlpDestinationConfig } from './config.js';
 
@@ -50,7 +50,7 @@ export class OtlpDestination implements Destination {
   readonly encoding: EncodingSpec;
   private readonly url: URL;
   private readonly gzip: boolean;
-  private readonly transport: HttpTransport;
+  private readonly transport: DestinationHttpTransport;
 
   constructor(config: OtlpDestinationConfig, settings: Partial<DestinationSettings> = {}) {
     this.name = config.name ?? 'otlp';
@@ -70,7 +70,7 @@ export class OtlpDestination implements Destination {
     this.url = new URL(resolved.url);
     this.gzip = resolved.compression === 'gzip';
     // (the configured headers reach the request through the SDK's resolution, as the auth)
-    this.transport = new HttpTransport({ ...http, headers: {} }, settings.baseDir ?? process.cwd(), new ResolvedHeadersAuth(resolved.headers), resolved.timeoutMillis);
+    this.transport = new DestinationHttpTransport({ ...http, headers: {} }, settings.baseDir ?? process.cwd(), new ResolvedHeadersAuth(resolved.headers), resolved.timeoutMillis);
     this.transport.redactor.add(headerSecrets(config.headers ?? {}));
   }
 

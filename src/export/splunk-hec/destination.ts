@@ -12,9 +12,9 @@
 import type { Destination, SendOutcome } from '../destination.js';
 import type { EncodingSpec } from '../encodings.js';
 import type { DestinationSettings } from '../destination-type.js';
-import { secretFromEnv } from '../http/auth.js';
-import type { HttpResponse } from '../http/client.js';
-import type { AnswerDetail } from '../http/transport.js';
+import { secretFromEnv } from '../http/secret-from-env.js';
+import type { HttpResponse } from '../../core/http/client.js';
+import type { AnswerDetail } from '../http/destination-transport.js';
 import { silentLogger } from '../../core/logger.js';
 import type { SplunkHecDestinationConfig } from './config.js';
 import { hecEncodingSpec, HecRequestBuilder } from './request.js';

@@ -4,9 +4,9 @@
  * encode workers get: encoding-spec.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { StaticHeaderAuth } from '../http/auth.js';
+import { StaticHeaderAuth } from '../../core/http/auth.js';
 import { resolveHttpSettings } from '../http/settings.js';
-import { HttpTransport } from '../http/transport.js';
+import { DestinationHttpTransport } from '../http/destination-transport.js';
 import type { DestinationSettings } from '../destination-type.js';
 import { HEC_DEFAULT_TIMEOUT_MS, hecAckUrl, hecEventUrl, type SplunkHecDestinationConfig } from './config.js';
 export { hecEncodingSpec } from './encoding-spec.js';
@@ -16,13 +16,13 @@ export class HecRequestBuilder {
   readonly ackUrl: URL;
   /** Generated per destination: HEC ties acknowledgement ids to the channel. */
   readonly channel = randomUUID();
-  readonly transport: HttpTransport;
+  readonly transport: DestinationHttpTransport;
 
   constructor(config: SplunkHecDestinationConfig, token: string, settings: Pick<DestinationSettings, 'baseDir' | 'log'>) {
     this.eventUrl = hecEventUrl(config.url);
     this.ackUrl = hecAckUrl(this.eventUrl);
     this.ackUrl.searchParams.set('channel', this.channel);
-    this.transport = new HttpTransport(resolveHttpSettings(config, settings), settings.baseDir, new StaticHeaderAuth({ Authorization: `Splunk ${token}` }, [token]), HEC_DEFAULT_TIMEOUT_MS);
+    this.transport = new DestinationHttpTransport(resolveHttpSettings(config, settings), settings.baseDir, new StaticHeaderAuth({ Authorization: `Splunk ${token}` }, [token]), HEC_DEFAULT_TIMEOUT_MS);
     this.gzip = config.compression === 'gzip';
   }
 

@@ -13,8 +13,10 @@
  *   (core/backoff.ts: 0.5 s doubling to 30 s, equal jitter), honouring `Retry-After`, up to
  *   `maxAttempts`; every other status is an error for the caller (a listing's 400 tells the
  *   source to shorten its window; a download's 4xx tells it to ask for a fresh URL).
- * - Sign-in and API calls never follow a redirect: the PAT and the session token go to the
- *   configured `url` only. A 3xx is an outage (retried like a 5xx, then an error naming the
+ * - Sign-in and API calls go through the daemon's shared HTTP layer (core/http/transport.ts,
+ *   with the session as its auth hook: tcm-session-auth.ts): one keep-alive client, answers
+ *   capped, every quoted answer passed through its redactor. They never follow a redirect: the
+ *   PAT and the session token go to the configured `url` only. A 3xx is an outage (retried like a 5xx, then an error naming the
  *   target's origin, never its path or query).
  * - API responses are read up to `maxResponseBytes`; a longer one is an error, not read on.
  * - Downloads go through download-guard.ts (https, public addresses checked at connect time,
@@ -29,15 +31,17 @@ import http from 'node:http';
 import https from 'node:https';
 import type { SourceMetrics } from '../../core/metrics.js';
 import type { Logger } from '../../core/logger.js';
+import { HttpTransport } from '../../core/http/transport.js';
+import type { NetworkError } from '../../core/http/client.js';
 import { Backoff, BACKOFF_DEFAULTS, type BackoffPolicy } from '../../core/backoff.js';
 import { answerClass, parseRetryAfter } from '../../core/http-answers.js';
 import { sleep } from '../../core/sleep.js';
 import { DownloadPolicy, DownloadRefusedError, originOf } from './download-guard.js';
+import { TcmSessionAuth, type TcmSession } from './tcm-session-auth.js';
 
 export type TcmOperation = 'login' | 'list' | 'urls' | 'download' | 'sites';
 
 export const TCM_LOGIN_PATH = '/api/v1/pat/login';
-export const TCM_SESSION_HEADER = 'x-tableau-session-token';
 
 /** A request that failed for good (or after its retries). The message never holds a secret. */
 export class TcmHttpError extends Error {
@@ -111,14 +115,6 @@ export interface TcmClientOptions {
 export const DEFAULT_TCM_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 /** Redirects of one download followed at most. */
 export const MAX_DOWNLOAD_REDIRECTS = 5;
-/** Of an error response, only this much is read (it is only quoted, shortened). */
-const ERROR_BODY_BYTES = 64 * 1024;
-
-interface Session {
-  token: string;
-  /** performance.now() after which a new session is signed in first; undefined: only on 401. */
-  renewAt: number | undefined;
-}
 
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
 const ERROR_EXCERPT_CHARS = 300;
@@ -131,12 +127,12 @@ export class TcmClient {
   private readonly timeoutMs: number;
   private readonly maxResponseBytes: number;
   readonly downloads: DownloadPolicy;
+  /** Downloads only (download-guard.ts); the API calls use the transport's client. */
   private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 16 });
-  private session: Session | null = null;
-  private signingIn: Promise<Session> | null = null;
-  /** Values never to be quoted: the PAT and the current session token. */
-  private readonly secrets = new Set<string>();
+  private readonly auth: TcmSessionAuth;
+  /** Sign-in and API calls: no redirect followed, answers capped, the PAT and session token redacted. */
+  private readonly transport: HttpTransport;
   /** Sign-ins done by this client (for logs and tests). */
   logins = 0;
 
@@ -148,10 +144,17 @@ export class TcmClient {
     this.timeoutMs = options.requestTimeoutMs ?? 60_000;
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_TCM_MAX_RESPONSE_BYTES;
     this.downloads = new DownloadPolicy(this.baseUrl, options.downloadHosts ?? []);
+    this.auth = new TcmSessionAuth(
+      (signal) => this.signIn(signal),
+      (secret) => this.transport.redactor.remove(secret),
+    );
+    // TLS: verification on, Node's bundled roots (the source has no TLS options)
+    this.transport = new HttpTransport({ timeoutMs: this.timeoutMs, tls: {}, headers: {} }, '.', this.auth, this.timeoutMs);
   }
 
-  /** Close the download connections kept alive. */
+  /** Close the connections kept alive (API calls and downloads). */
   close(): void {
+    this.transport.close();
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
@@ -258,24 +261,21 @@ export class TcmClient {
   }
 
   private async api(operation: TcmOperation, method: 'GET' | 'POST', pathAndQuery: string, body: string | undefined, signal: AbortSignal): Promise<unknown> {
-    const url = this.baseUrl + pathAndQuery;
+    const url = new URL(this.baseUrl + pathAndQuery);
     const label = `${method} ${pathAndQuery.split('?')[0]}`;
     let reloggedIn = false;
     const backoff = new Backoff(this.backoffPolicy);
     for (;;) {
       const attempt = backoff.attempts + 1;
-      const session = await this.ensureSession(signal);
+      // signed in before the rate-limit token is taken (the sign-in takes its own)
+      await this.auth.current(signal);
       await this.bucket.take(signal);
       this.options.metrics.request(operation);
-      const result = await this.send(url, {
-        method,
-        headers: { accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), [TCM_SESSION_HEADER]: session.token },
-        ...(body !== undefined ? { body } : {}),
-      }, signal);
+      const result = await this.send(url, method, { accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, body, signal);
       if (result.kind === 'response' && result.status === 401 && !reloggedIn) {
-        // The session expired early or was revoked: sign in again and send this call once more.
+        // The session expired early or was revoked (the transport told the auth, which dropped
+        // it): sign in again and send this call once more.
         reloggedIn = true;
-        this.dropSession(session);
         this.options.log.info({ operation }, 'tcm session rejected (401); signing in again');
         continue;
       }
@@ -294,35 +294,19 @@ export class TcmClient {
     }
   }
 
-  private async ensureSession(signal: AbortSignal): Promise<Session> {
-    const s = this.session;
-    if (s && (s.renewAt === undefined || performance.now() < s.renewAt)) return s;
-    if (!this.signingIn) {
-      this.signingIn = this.signIn(signal).finally(() => {
-        this.signingIn = null;
-      });
-    }
-    return this.signingIn;
-  }
-
-  private dropSession(s: Session): void {
-    if (this.session === s) {
-      this.session = null;
-      this.secrets.delete(s.token);
-    }
-  }
-
-  private async signIn(signal: AbortSignal): Promise<Session> {
+  /** Called by the auth (tcm-session-auth.ts) when a session is needed; it keeps the session. */
+  private async signIn(signal: AbortSignal): Promise<TcmSession> {
     const pat = await this.options.readPat();
-    this.secrets.add(pat);
-    const url = this.baseUrl + TCM_LOGIN_PATH;
+    this.auth.usePat(pat);
+    const url = new URL(this.baseUrl + TCM_LOGIN_PATH);
     const backoff = new Backoff(this.backoffPolicy);
     for (;;) {
       const attempt = backoff.attempts + 1;
       await this.bucket.take(signal);
       this.options.metrics.request('login');
       const startedAt = performance.now();
-      const result = await this.send(url, { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify({ token: pat }) }, signal);
+      // without the session header: the PAT is the credential, in the body
+      const result = await this.send(url, 'POST', { accept: 'application/json', 'content-type': 'application/json' }, JSON.stringify({ token: pat }), signal, false);
       if (result.kind === 'response' && answerClass(result.status) === 'done') {
         const parsed = parseJson('login', `POST ${TCM_LOGIN_PATH}`, result.text) as Record<string, unknown> | null;
         const token = parsed && typeof parsed === 'object' ? parsed.sessionToken : undefined;
@@ -333,10 +317,8 @@ export class TcmClient {
         if (typeof tenant === 'string' && tenant !== '' && tenant !== this.options.tenantId) {
           this.options.log.warn({ configuredTenantId: this.options.tenantId, patTenantId: tenant }, 'the PAT belongs to another TCM tenant than the configured tenantId; requests will use the configured one');
         }
-        const session: Session = { token, renewAt: renewTime(parsed!.sessionExpiration, startedAt) };
-        if (this.session) this.secrets.delete(this.session.token);
-        this.session = session;
-        this.secrets.add(token);
+        const session: TcmSession = { token, renewAt: renewTime(parsed!.sessionExpiration, startedAt) };
+        this.transport.redactor.add([token]);
         this.logins++;
         this.options.log.debug({ logins: this.logins }, 'tcm signed in');
         return session;
@@ -363,27 +345,32 @@ export class TcmClient {
   }
 
   /**
-   * One HTTP exchange, redirects not followed, the body read up to `maxResponseBytes` (an error
-   * response: up to ERROR_BODY_BYTES, the rest dropped). Network errors are returned, not thrown.
+   * One HTTP exchange through the transport (with the session header unless `withSession` is
+   * false): redirects not followed, a 2xx body read up to `maxResponseBytes` (longer: not read
+   * on), an error answer up to the client's cap. The whole exchange within the request timeout.
+   * Network errors are returned, not thrown.
    */
-  private async send(url: string, init: RequestInit, signal: AbortSignal): Promise<SendResult> {
+  private async send(url: URL, method: 'GET' | 'POST', headers: Record<string, string>, body: string | undefined, signal: AbortSignal, withSession = true): Promise<SendResult> {
     const timed = timedSignal(signal, this.timeoutMs);
     try {
-      const res = await fetch(url, { ...init, redirect: 'manual', signal: timed.signal });
+      const res = await this.transport.request({
+        url,
+        method,
+        headers,
+        ...(body !== undefined ? { body: Buffer.from(body) } : {}),
+        signal: timed.signal,
+        maxResponseBytes: this.maxResponseBytes,
+        ...(withSession ? {} : { auth: false as const }),
+      });
       if (res.status >= 300 && res.status < 400) {
-        await res.body?.cancel().catch(() => undefined);
-        return { kind: 'redirect', status: res.status, target: redirectTarget(res.headers.get('location'), url) };
+        return { kind: 'redirect', status: res.status, target: redirectTarget(headerValue(res.headers.location), url) };
       }
-      const ok = answerClass(res.status) === 'done';
-      if (ok && Number(res.headers.get('content-length') ?? 0) > this.maxResponseBytes) {
-        await res.body?.cancel().catch(() => undefined);
-        return { kind: 'too-large', status: res.status };
-      }
-      const body = await readCapped(res, ok ? this.maxResponseBytes : ERROR_BODY_BYTES);
-      if (ok && body.truncated) return { kind: 'too-large', status: res.status };
-      return { kind: 'response', status: res.status, text: body.text, retryAfterMs: retryAfterMs(res.headers.get('retry-after')) };
+      if (answerClass(res.status) === 'done' && res.truncated) return { kind: 'too-large', status: res.status };
+      return { kind: 'response', status: res.status, text: res.body, retryAfterMs: retryAfterMs(headerValue(res.headers['retry-after'])) };
     } catch (err) {
       if (signal.aborted) throw abortError(signal);
+      if (err instanceof TcmHttpError) throw err; // a sign-in for the session failed
+      if (timed.signal.aborted || (err as NetworkError).code === 'ETIMEDOUT') return { kind: 'network', reason: 'timed out' };
       return { kind: 'network', reason: describeNetworkError(err) };
     } finally {
       timed.done();
@@ -394,11 +381,9 @@ export class TcmClient {
     return new TcmHttpError(operation, undefined, `tcm ${operation} ${label}: the response (HTTP ${status}) is larger than maxResponseBytes (${this.maxResponseBytes} bytes); not read on. Raise maxResponseBytes in the tcm source config if such answers are expected`);
   }
 
-  /** A short, single-line excerpt of a response body with every secret removed. */
+  /** A short, single-line excerpt of a response body with every secret removed (the transport's redactor). */
   private excerpt(text: string): string {
-    let t = text;
-    for (const s of this.secrets) if (s) t = t.split(s).join('[redacted]');
-    t = t.replace(/\s+/g, ' ').trim();
+    const t = this.transport.redactor.redact(text).replace(/\s+/g, ' ').trim();
     return t.length > ERROR_EXCERPT_CHARS ? `${t.slice(0, ERROR_EXCERPT_CHARS)}…` : t;
   }
 }
@@ -416,7 +401,7 @@ function failureOf(result: Exclude<SendResult, { kind: 'too-large' }>): string {
 }
 
 /** Where a redirect points, as an origin (its path and query may carry anything). */
-function redirectTarget(location: string | null, base: string): string {
+function redirectTarget(location: string | null, base: URL): string {
   if (!location) return '(no Location)';
   try {
     const u = new URL(location, base);
@@ -424,26 +409,6 @@ function redirectTarget(location: string | null, base: string): string {
   } catch {
     return '(an invalid Location)';
   }
-}
-
-/** The body as text, at most `limit` bytes; `truncated` when there was more (the rest is not read). */
-async function readCapped(res: Response, limit: number): Promise<{ text: string; truncated: boolean }> {
-  if (!res.body) return { text: '', truncated: false };
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (size + value.byteLength > limit) {
-      chunks.push(value.subarray(0, limit - size));
-      await reader.cancel().catch(() => undefined);
-      return { text: Buffer.concat(chunks).toString('utf8'), truncated: true };
-    }
-    chunks.push(value);
-    size += value.byteLength;
-  }
-  return { text: Buffer.concat(chunks).toString('utf8'), truncated: false };
 }
 
 function headerValue(v: string | string[] | undefined): string | null {

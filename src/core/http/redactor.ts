@@ -1,11 +1,11 @@
 /**
- * The one redactor of the HTTP destinations: every reason and response excerpt a destination
- * returns passes through it, with every secret it knows (tokens, keys, the values of configured
+ * The one redactor of the daemon's HTTP clients (the destinations, the TCM source's API calls):
+ * every reason and response excerpt they return passes through it, with every secret it knows (tokens, keys, the values of configured
  * credential headers) replaced by `[redacted]`, as the daemon's scrubber does (core/redaction.ts,
  * the second guard: the logger and the dead-letter store scrub registered secrets too).
  * Excerpts are capped so an answer cannot flood a log line or a dead letter.
  */
-import { isCredentialHeader, REDACTED } from '../../core/redaction.js';
+import { isCredentialHeader, REDACTED } from '../redaction.js';
 
 /** Most characters of what the destination said kept in a reason. */
 export const DETAIL_CHARS = 200;
@@ -41,6 +41,13 @@ export class Redactor {
       this.secrets.add(v);
       for (const part of v.split(/\s+/)) if (part !== v && part.length >= 8) this.secrets.add(part);
     }
+  }
+
+  /** Forget a secret that is no longer in use (a replaced session token), so the set stays bounded. */
+  remove(secret: string): void {
+    const v = secret.trim();
+    this.secrets.delete(v);
+    for (const part of v.split(/\s+/)) if (part !== v) this.secrets.delete(part);
   }
 
   redact(text: string): string {

@@ -1,16 +1,15 @@
 /**
- * The one way an HTTP destination sends a request and learns what the answer means: the
- * credentials from its HttpAuth, its extra headers, the TLS-configured client, and the answer
- * turned into a SendOutcome through the shared table (http-answers.ts), `Retry-After`
- * included. A network or TLS failure is a retry; a 401 tells the auth to drop its token; every
- * reason and excerpt is redacted (Redactor) and capped. A redirect is never followed.
+ * How an HTTP destination sends a batch and learns what the answer means: the shared transport
+ * (core/http/transport.ts: auth headers, extra headers, TLS, no redirect followed, redaction)
+ * with the answer turned into a SendOutcome through the destinations' table
+ * (export/http-answers.ts), `Retry-After` included. A network or TLS failure is a retry; every
+ * reason and excerpt is redacted (Redactor) and capped.
  */
 import { classifyHttpAnswer } from '../http-answers.js';
 import type { SendOutcome } from '../destination.js';
-import { HttpClient, type HttpResponse } from './client.js';
-import type { HttpAuth } from './auth.js';
-import { headerSecrets, Redactor, RESPONSE_CHARS } from './redactor.js';
-import type { ResolvedHttpSettings } from './settings.js';
+import type { HttpResponse } from '../../core/http/client.js';
+import { HttpTransport } from '../../core/http/transport.js';
+import { RESPONSE_CHARS } from '../../core/http/redactor.js';
 
 /** What a destination reads from an answer's body for the reason (e.g. HEC's `text` and `code`). */
 export interface AnswerDetail {
@@ -34,23 +33,7 @@ export interface HttpRequest {
   detail?(res: HttpResponse): AnswerDetail;
 }
 
-export class HttpTransport {
-  readonly client: HttpClient;
-  readonly redactor: Redactor;
-  private readonly headers: Record<string, string>;
-
-  constructor(
-    http: ResolvedHttpSettings,
-    baseDir: string,
-    private readonly auth: HttpAuth,
-    /** Per request when the config sets none. */
-    defaultTimeoutMs: number,
-  ) {
-    this.client = new HttpClient(http.tls, baseDir, http.timeoutMs ?? defaultTimeoutMs);
-    this.headers = http.headers;
-    this.redactor = new Redactor([...auth.secrets(), ...headerSecrets(http.headers)]);
-  }
-
+export class DestinationHttpTransport extends HttpTransport {
   /** POST the body; the answer (or the failure) as a send outcome. */
   async send(req: HttpRequest): Promise<SendOutcome> {
     let res: HttpResponse;
@@ -60,17 +43,6 @@ export class HttpTransport {
       return { kind: 'retry', reason: this.redactor.redact(err instanceof Error ? err.message : String(err)) };
     }
     return this.outcome(res, req);
-  }
-
-  /** POST the body and return the raw answer (for a caller that reads it itself, e.g. acknowledgement polls); throws NetworkError. */
-  async post(req: Pick<HttpRequest, 'url' | 'body' | 'headers' | 'signal'>): Promise<HttpResponse> {
-    const signal = req.signal ?? new AbortController().signal;
-    const auth = await this.auth.getAuthHeaders(signal);
-    this.redactor.add(this.auth.secrets());
-    // the auth headers win over a configured header of the same name
-    const res = await this.client.post(req.url, { ...this.headers, ...req.headers, ...auth }, req.body, req.signal);
-    if (res.status === 401) this.auth.onUnauthorized?.();
-    return res;
   }
 
   /** An answer → the outcome: the destination's own reading first, then the shared table. */
@@ -94,9 +66,5 @@ export class HttpTransport {
     const out = { ...o, reason: this.redactor.redact(o.reason) };
     if (out.kind === 'rejected' && out.response !== undefined) out.response = this.redactor.excerpt(out.response, RESPONSE_CHARS);
     return out;
-  }
-
-  close(): void {
-    this.client.close();
   }
 }

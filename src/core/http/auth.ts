@@ -1,18 +1,24 @@
 /**
- * How an HTTP destination authenticates: the headers a request carries, and what to do when the
- * destination answers 401. A fixed token (HEC, Datadog, OTLP headers) is a StaticHeaderAuth; a
+ * How an HTTP client of the daemon authenticates: the headers a request carries, and what to do
+ * when the server answers 401. The TCM source's session (sources/tcm/tcm-client.ts) is one: its
+ * header is the session token, a 401 drops the session so the next request signs in again.
+ * For the destinations: a fixed token (HEC, Datadog, OTLP headers) is a StaticHeaderAuth; a
  * bearer token that expires (Microsoft Entra ID for Sentinel, Google service accounts for
  * SecOps) implements HttpAuth with its SDK: getAuthHeaders fetches or refreshes the token (the
  * SDKs cache it), onUnauthorized drops the cached token so the next attempt gets a fresh one.
- * A 401 is still a hold (retried with backoff, never dead-lettered), see http-answers.ts.
+ * A destination's 401 is still a hold (retried with backoff, never dead-lettered), see
+ * export/http-answers.ts.
  */
-import { DestinationConfigError } from '../destination-type.js';
 
 export interface HttpAuth {
   /** The headers that carry the credentials for the next request. May fetch a token; honours the signal. */
   getAuthHeaders(signal: AbortSignal): Promise<Record<string, string>>;
-  /** The destination answered 401: the credentials in use are stale (forget a cached token). */
-  onUnauthorized?(): void;
+  /**
+   * The server answered 401: the credentials in use are stale (forget a cached token).
+   * `sent` are the auth headers that request carried (a caller with concurrent requests can
+   * tell a stale token from one renewed meanwhile).
+   */
+  onUnauthorized?(sent: Readonly<Record<string, string>>): void;
   /** Secret values to redact from reasons and excerpts (tokens, keys). */
   secrets(): readonly string[];
 }
@@ -34,10 +40,3 @@ export class StaticHeaderAuth implements HttpAuth {
 }
 
 export const NO_AUTH: HttpAuth = { getAuthHeaders: () => Promise.resolve({}), secrets: () => [] };
-
-/** The value of the environment variable a `…Env` option names; a clear error (naming the variable, never a value) when unset. */
-export function secretFromEnv(env: NodeJS.ProcessEnv, variable: string, what: string): string {
-  const value = env[variable];
-  if (value === undefined || value === '') throw new DestinationConfigError(`${what}: environment variable ${variable} is not set`);
-  return value;
-}
