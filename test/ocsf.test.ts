@@ -100,6 +100,13 @@ describe('OCSF 1.3.0 attributes through the OTLP protobuf encodings', () => {
     expect(status('login_authentication', { eventOutcome: null })).toBe(0);
   });
 
+  it("a record's own field never takes an OCSF name: it is kept as tableau.raw.<field>", () => {
+    const r = arrive('add_delete_user_to_group', { groupOperation: 'add', eventOutcome: 'success', 'ocsf.status_id': 'x', 'ocsf.type_uid': 'y' });
+    expect(ocsf(r)).toMatchObject({ activity_id: 3, type_uid: 300603, status_id: 1 });
+    expect(r.attributes['tableau.raw.ocsf.status_id']).toBe('x');
+    expect(r.attributes['tableau.raw.ocsf.type_uid']).toBe('y');
+  });
+
   it('a type without an OCSF class carries no tableau.ocsf.* attribute', () => {
     expect(catalog.eventTypes.get('background_job')?.ocsf).toBeUndefined();
     expect(ocsf(arrive('background_job', { eventOutcome: 'success' }))).toEqual({});

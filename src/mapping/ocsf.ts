@@ -51,14 +51,14 @@ export interface FailureFieldRule {
 }
 
 /**
- * status_id of one record: Failure when the mapper set `error.type` or one of the record's own
+ * status_id of one record: Failure when its eventOutcome is a failure (what `error.type` carries) or one of the record's own
  * failure fields says it failed (`isError: true`, `isFailure: true`, `status: "failure"`);
  * Success when `eventOutcome` is `success` or such a field says it did not fail (`isError: false`,
  * `status: "success"`); Unknown otherwise (no outcome recorded, e.g. the sign-in events whose
  * eventOutcome is null).
  */
-export function statusIdOf(rec: RecordFields, errorTypeSet: boolean, failureFields: readonly FailureFieldRule[]): number {
-  if (errorTypeSet) return OCSF_STATUS_FAILURE;
+export function statusIdOf(rec: RecordFields, failedOutcome: boolean, failureFields: readonly FailureFieldRule[]): number {
+  if (failedOutcome) return OCSF_STATUS_FAILURE;
   let succeeded = rec.get('eventOutcome') === 'success';
   for (const rule of failureFields) {
     const v = rec.get(rule.field);

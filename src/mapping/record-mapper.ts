@@ -412,12 +412,14 @@ export class RecordMapper {
     const uid = typeof eventId === 'string' && eventId !== '' ? eventId : `${ctx.uidPrefix}:${line}`;
     sink.set(ATTR_LOG_RECORD_UID, uid);
     if (!sink.setConstants?.(plan)) for (const [k, v] of plan.constants) sink.set(k, v);
+    // OCSF (before the record's own fields, which never take these names): the activity the record names (types with activityFrom), and the outcome's status
     const activity = plan.ocsfActivity;
     if (activity) {
       const id = activityOf(activity, rec);
       sink.set(ATTR_OCSF_ACTIVITY_ID, id);
       sink.set(ATTR_OCSF_TYPE_UID, typeUid(activity.classUid, id));
     }
+    if (plan.ocsf) sink.set(ATTR_OCSF_STATUS_ID, statusIdOf(rec, failedOutcome !== undefined, this.failureFields));
     if (plan.target) this.setTarget(sink, plan.target, rec);
     if (failedOutcome) sink.set(ATTR_ERROR_TYPE, outcome as string);
 
@@ -484,7 +486,6 @@ export class RecordMapper {
       const name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
       sink.setField(sink.has(name) ? RAW_ATTRIBUTE_PREFIX + k : name, rec, i);
     }
-    if (plan.ocsf) sink.set(ATTR_OCSF_STATUS_ID, statusIdOf(rec, sink.has(ATTR_ERROR_TYPE), this.failureFields));
     return { ok: true, seconds, nanos, severity, eventType, plan, family, resource, rec };
   }
 
