@@ -6,7 +6,10 @@
  * type_uid = class_uid × 100 + activity_id, status_id of the outcome, and the version.
  */
 import { describe, it, expect } from 'vitest';
-import { loadCatalog } from '../src/mapping/catalog.js';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { bundledMappingsDir, loadCatalog } from '../src/mapping/catalog.js';
 import { RecordMapper } from '../src/mapping/record-mapper.js';
 import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
@@ -110,5 +113,29 @@ describe('OCSF 1.3.0 attributes through the OTLP protobuf encodings', () => {
   it('a type without an OCSF class carries no tableau.ocsf.* attribute', () => {
     expect(catalog.eventTypes.get('background_job')?.ocsf).toBeUndefined();
     expect(ocsf(arrive('background_job', { eventOutcome: 'success' }))).toEqual({});
+  });
+
+  it('loading the mappings rejects an activity id that OCSF 1.3.0 does not have and an activityFrom field the type lacks, naming file and line', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ocsf-mappings-'));
+    try {
+      cpSync(bundledMappingsDir(), dir, { recursive: true });
+      const impersonate = path.join(dir, 'site', 'hist_impersonate_user.yaml');
+      // Account Switch (7) is OCSF 1.6.0, not 1.3.0
+      writeFileSync(impersonate, readFileSync(impersonate, 'utf8').replace(/activityId: 99/, 'activityId: 7'));
+      const group = path.join(dir, 'site', 'add_delete_user_to_group.yaml');
+      writeFileSync(group, readFileSync(group, 'utf8').replace('attribute: groupOperation', 'attribute: groupOp'));
+      let message = '';
+      try {
+        loadCatalog(dir, { snapshot: false });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toContain(`${impersonate}:`);
+      expect(message).toMatch(/hist_impersonate_user\.yaml:\d+:\d+: ocsf\.activityId: activity_id 7 is not an activity of OCSF 1\.3\.0 class 3002 Authentication/);
+      expect(message).toMatch(/add_delete_user_to_group\.yaml:\d+:\d+: ocsf\.activityFrom\.attribute: unknown attribute 'groupOp'/);
+      expect(message).toContain(`${group}:`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
