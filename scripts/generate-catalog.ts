@@ -51,6 +51,7 @@ import {
   type EventMappingFile,
   type Family,
 } from '../src/mapping/mapping-file-schema.js';
+import { outputNamesOf } from '../src/mapping/catalog.js';
 
 // ---------------------------------------------------------------------------------------------
 // Fixed data
@@ -128,6 +129,46 @@ export const TRANSLATED_ATTRIBUTE_NAMES: Readonly<Record<string, string>> = {
   'e-mail': 'email',
   Description: 'description',
 };
+
+/**
+ * One output name, one type: Tableau documents these attribute names with one type in some event
+ * types and another in others (a typed backend rejects the second type it sees under a name), so
+ * the variant listed here is emitted under its own name (`rename`). Integer and long are one type
+ * on the wire (OTLP int64) and do not clash. {@link typeClashes} fails the run on any other clash.
+ */
+export const OUTPUT_NAME_BY_TYPE: Readonly<Record<string, Partial<Record<AttributeType, string>>>> = {
+  // site add_delete_user_to_group: the user's numeric id (tenant and sign-in events: a string id)
+  userId: { integer: 'tableau.user_numeric_id' },
+  // site background_job: the site's numeric id (tenant events and Bridge: a string id)
+  siteId: { integer: 'tableau.site_numeric_id' },
+  // flow events: the flow file's version as a string (workbook events: an integer)
+  contentVersion: { string: 'tableau.content_version_text' },
+  // project events: the project's state name, e.g. active (task events: 0 active, 1 suspended, 2 disabled)
+  state: { string: 'tableau.state_name' },
+};
+
+/** The wire type of an attribute type (integer and long are both OTLP int64). */
+export function wireType(t: AttributeType): string {
+  return t === 'integer' || t === 'long' ? 'int64' : t;
+}
+
+/** Output names emitted with more than one wire type across the event types: `name: type (where), …`. */
+export function typeClashes(entries: Iterable<{ where: string; names: ReadonlyMap<string, string>; types: ReadonlyMap<string, AttributeType> }>): string[] {
+  const byName = new Map<string, Map<string, string[]>>();
+  for (const e of entries) {
+    for (const [source, out] of e.names) {
+      const type = wireType(e.types.get(source)!);
+      const types = byName.get(out) ?? new Map<string, string[]>();
+      byName.set(out, types);
+      types.set(type, [...(types.get(type) ?? []), `${e.where}.${source}`]);
+    }
+  }
+  const clashes: string[] = [];
+  for (const [name, types] of byName) {
+    if (types.size > 1) clashes.push(`${name}: ${[...types].map(([t, w]) => `${t} (${w.slice(0, 3).join(', ')}${w.length > 3 ? `, … ${w.length} in all` : ''})`).join(' vs ')}`);
+  }
+  return clashes;
+}
 
 /** What a real attribute name looks like (after {@link TRANSLATED_ATTRIBUTE_NAMES}). */
 const ATTRIBUTE_NAME = /^[a-z][A-Za-z0-9]*$/;
@@ -584,7 +625,7 @@ export function parseBodyTemplate(body: string): { placeholders: string[]; probl
  * Every attribute name `target` and the `body` placeholders refer to that the type does not
  * document (its own attributes or the family's common attributes), plus malformed bodies.
  */
-export function semanticReferenceProblems(file: Pick<EventMappingFile, 'target' | 'body' | 'bodyOnFailure'>, documented: ReadonlySet<string>): string[] {
+export function semanticReferenceProblems(file: Pick<EventMappingFile, 'target' | 'body' | 'bodyOnFailure' | 'ocsf'>, documented: ReadonlySet<string>): string[] {
   const problems: string[] = [];
   if (file.target) {
     for (const key of ['id', 'name', 'user', 'group'] as const) {
@@ -595,6 +636,8 @@ export function semanticReferenceProblems(file: Pick<EventMappingFile, 'target' 
       }
     }
   }
+  const activityFrom = file.ocsf?.activityFrom?.attribute;
+  if (activityFrom !== undefined && !documented.has(activityFrom)) problems.push(`ocsf.activityFrom.attribute: ${JSON.stringify(activityFrom)} is not an attribute of this event type`);
   if (file.body !== undefined) {
     const { placeholders, problems: syntax } = parseBodyTemplate(file.body);
     for (const p of syntax) problems.push(`body: ${p}`);
@@ -677,7 +720,10 @@ function orderedEventFile(generated: Pick<EventMappingFile, 'eventType' | 'famil
 
 function catalog(attrs: ParsedAttribute[], english: (it: string) => string): Record<string, CatalogAttribute> {
   const out: Record<string, CatalogAttribute> = {};
-  for (const a of attrs) out[a.name] = { type: a.type, description: english(a.description) };
+  for (const a of attrs) {
+    const rename = OUTPUT_NAME_BY_TYPE[a.name]?.[a.type];
+    out[a.name] = { type: a.type, description: english(a.description), ...(rename ? { rename } : {}) };
+  }
   return out;
 }
 
@@ -807,6 +853,14 @@ export function generateCatalog(options: GenerateOptions = {}): void {
   if (semanticProblems.length) {
     throw new Error(`${semanticProblems.length} problem(s) in the hand-maintained keys (${HAND_MAINTAINED_KEYS.join(', ')}; checked against the schema and the attributes of each type):\n  ${semanticProblems.join('\n  ')}`);
   }
+  const clashes = typeClashes(
+    [...files.entries()].filter(([rel]) => rel !== 'defaults.yaml').map(([rel, text]) => {
+      const file = eventMappingFileSchema.parse(parseYaml(text));
+      const all = new Map([...Object.entries(defaults[file.family].commonAttributes), ...Object.entries(file.attributes)]);
+      return { where: rel.replace(/\.yaml$/, ''), names: outputNamesOf(file, all, defaults), types: new Map([...all].map(([k, a]) => [k, a.type])) };
+    }),
+  );
+  if (clashes.length) throw new SeedError(`output attribute names with more than one type (add the variant to OUTPUT_NAME_BY_TYPE):\n  ${clashes.join('\n  ')}`);
   if (withoutSemantics.length) {
     notes.push(`${withoutSemantics.length} event type(s) have no hand-maintained semantics yet (${HAND_MAINTAINED_KEYS.join(', ')}): ${withoutSemantics.join(', ')}`);
   }

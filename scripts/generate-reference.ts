@@ -21,13 +21,16 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadCatalog, outputNamesOf, type Catalog, type EventTypeEntry } from '../src/mapping/catalog.js';
-import { OCSF_CLASSES, categorySchema, type CatalogAttribute, type Family } from '../src/mapping/mapping-file-schema.js';
+import { OCSF_ACTIVITIES, OCSF_CLASSES, OCSF_VERSION, categorySchema, type CatalogAttribute, type Family } from '../src/mapping/mapping-file-schema.js';
 import {
   ATTR_EVENT_ACTION,
   ATTR_EVENT_CATEGORY,
   ATTR_EVENT_TYPE,
   ATTR_OCSF_ACTIVITY_ID,
   ATTR_OCSF_CLASS_UID,
+  ATTR_OCSF_STATUS_ID,
+  ATTR_OCSF_TYPE_UID,
+  ATTR_OCSF_VERSION,
   ATTR_TARGET_GROUP_ID,
   ATTR_TARGET_ID,
   ATTR_TARGET_NAME,
@@ -170,6 +173,19 @@ function typesOf(catalog: Catalog, family: Family): EventTypeEntry[] {
 
 function ocsfName(uid: number): string {
   return (OCSF_CLASSES as Record<number, string>)[uid] ?? 'unknown class';
+}
+
+/** `3 Add User` (the activity's name in the pinned OCSF version). */
+function activityName(classUid: number, id: number): string {
+  const name = (OCSF_ACTIVITIES as Record<number, Record<number, string>>)[classUid]?.[id];
+  return name ? `${id} ${name}` : String(id);
+}
+
+/** The activity_id of a type: a number, or where the record says it (`from groupOperation: add 3, …; else 99`). */
+function activityText(ocsf: NonNullable<EventTypeEntry['ocsf']>): string {
+  if (!ocsf.activityFrom) return String(ocsf.activityId);
+  const values = Object.entries(ocsf.activityFrom.map).map(([v, id]) => `${code(v)} ${id}`);
+  return `from ${code(ocsf.activityFrom.attribute)}: ${values.join(', ')}; else ${ocsf.activityId}`;
 }
 
 /** The failure-field rules that can fire for a type (it documents the field). */
@@ -356,7 +372,10 @@ export function renderReference(catalog: Catalog): string {
     [ATTR_EVENT_CATEGORY]: `the kind of activity, one of ${list(categorySchema.options.map(code), 'or')}`,
     [ATTR_EVENT_ACTION]: `what was done, a lower-case verb such as ${code('create')}, ${code('delete')}, ${code('update')}, ${code('login')}, ${code('access')}`,
     [ATTR_OCSF_CLASS_UID]: `the [OCSF](https://schema.ocsf.io/) class: ${list(Object.entries(OCSF_CLASSES).map(([uid, name]) => `${uid} ${name}`))}`,
-    [ATTR_OCSF_ACTIVITY_ID]: `the OCSF ${code('activity_id')} within that class (e.g. Authentication: 1 Logon, 2 Logoff; Entity Management: 1 Create, 2 Read, 3 Update, 4 Delete)`,
+    [ATTR_OCSF_ACTIVITY_ID]: `the OCSF ${code('activity_id')} within that class (e.g. Authentication: 1 Logon, 2 Logoff; Entity Management: 1 Create, 2 Read, 3 Update, 4 Delete); for some types it comes from the record's own field (e.g. ${code('groupOperation')}: ${code('add')} 3 Add User)`,
+    [ATTR_OCSF_TYPE_UID]: `the OCSF ${code('type_uid')}: class_uid × 100 + activity_id, e.g. 300603 (Group Management: Add User)`,
+    [ATTR_OCSF_STATUS_ID]: `the OCSF ${code('status_id')} of the outcome: 2 Failure when ${code(ATTR_ERROR_TYPE)} is set or a failure field says so (${code('isError: true')}, ${code('isFailure: true')}, ${code('status: failure')}), 1 Success when ${code('eventOutcome')} is ${code('success')} or such a field says it did not fail, 0 Unknown otherwise`,
+    [ATTR_OCSF_VERSION]: `the OCSF version the ids follow, ${code(OCSF_VERSION)}`,
     [ATTR_TARGET_TYPE]: `the kind of object the action was done to (${code('workbook')}, ${code('datasource')}, ${code('view')}, ${code('user')}, ${code('group')}, …), named the same way for every type, so "everything done to workbook X" is one query`,
     [ATTR_TARGET_ID]: 'the id of that object',
     [ATTR_TARGET_NAME]: 'its name',
@@ -433,7 +452,7 @@ export function renderReference(catalog: Catalog): string {
         e.category ? code(e.category) : '',
         e.action ? code(e.action) : '',
         e.ocsf ? `${e.ocsf.classUid} ${ocsfName(e.ocsf.classUid)}` : '',
-        e.ocsf ? String(e.ocsf.activityId) : '',
+        e.ocsf ? activityText(e.ocsf) : '',
       ]),
     ),
     '',
@@ -455,7 +474,7 @@ export function renderReference(catalog: Catalog): string {
         [
           `Category ${e.category ? code(e.category) : 'none'}`,
           `action ${e.action ? code(e.action) : 'none'}`,
-          `OCSF ${e.ocsf ? `${e.ocsf.classUid} ${ocsfName(e.ocsf.classUid)}, activity_id ${e.ocsf.activityId}` : 'none'}`,
+          `OCSF ${e.ocsf ? `${e.ocsf.classUid} ${ocsfName(e.ocsf.classUid)}, activity_id ${e.ocsf.activityFrom ? activityText(e.ocsf) : activityName(e.ocsf.classUid, e.ocsf.activityId)}` : 'none'}`,
         ].join('; '),
       );
       if (e.target) {

@@ -166,11 +166,15 @@ function bodyPlaceholders(body: string): { names: string[]; balanced: boolean } 
   return { names, balanced: balanced && depth === 0 };
 }
 
-/** The OCSF 1.x activity ids of the classes the schema allows. */
+/**
+ * The activity ids of the classes the schema allows, in OCSF 1.3.0 (the pinned version; typed here
+ * from the 1.3.0 schema, not from the code under test). Not in 1.3.0: Authentication 7 Account
+ * Switch and Group Management 7/8 Add/Remove Subgroup (1.6.0), Account Change 12 Unlock (1.4.0).
+ */
 const OCSF_ACTIVITIES: Record<number, number[]> = {
-  3001: [1, 2, 3, 4, 5, 6, 7, 8, 9, 99], // Account Change
-  3002: [1, 2, 3, 4, 99], // Authentication
-  3004: [1, 2, 3, 4, 5, 6, 99], // Entity Management
+  3001: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 99], // Account Change
+  3002: [1, 2, 3, 4, 5, 6, 99], // Authentication
+  3004: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 99], // Entity Management
   3005: [1, 2, 99], // User Access Management
   3006: [1, 2, 3, 4, 5, 6, 99], // Group Management
   6001: [1, 2, 3, 4, 5, 6, 7, 8, 99], // Web Resources Activity
@@ -240,9 +244,9 @@ describe('mappings/ semantics of each event type', () => {
     const wrong: string[] = [];
     for (const { family, file } of types.values()) {
       if (!file.ocsf) continue;
-      const { classUid, activityId } = file.ocsf;
-      if (!allowed.includes(classUid) || !OCSF_ACTIVITIES[classUid]!.includes(activityId)) {
-        wrong.push(`${family}/${file.eventType}: ${classUid}/${activityId}`);
+      const { classUid, activityId, activityFrom } = file.ocsf;
+      for (const id of [activityId, ...Object.values(activityFrom?.map ?? {})]) {
+        if (!allowed.includes(classUid) || !OCSF_ACTIVITIES[classUid]!.includes(id)) wrong.push(`${family}/${file.eventType}: ${classUid}/${id}`);
       }
     }
     expect(wrong).toEqual([]);
@@ -278,6 +282,24 @@ describe('mappings/ semantics of each event type', () => {
     expect(spot('hist_logout')).toMatchObject({ category: 'authentication', action: 'logout', ocsf: { classUid: 3002, activityId: 2 } });
     expect(spot('user_login_create_session')).toMatchObject({ category: 'authentication', action: 'login', ocsf: { classUid: 3002, activityId: 1 } });
     expect(spot('hist_impersonate_user')).toMatchObject({ category: 'authentication', target: { type: 'user', id: 'userLuid', user: 'userLuid' } });
+  });
+
+  it('spot checks: the OCSF 1.3.0 activity where one is exact (not 99 Other)', () => {
+    // Entity Management: 8 Enable, 9 Disable, 10 Activate, 12 Suspend, 13 Resume
+    expect(spot('hist_activate_site')).toMatchObject({ ocsf: { classUid: 3004, activityId: 10 } });
+    expect(spot('hist_suspend_site')).toMatchObject({ ocsf: { classUid: 3004, activityId: 12 } });
+    expect(spot('suspend_site')).toMatchObject({ ocsf: { classUid: 3004, activityId: 12 } });
+    expect(spot('reactivate_site')).toMatchObject({ ocsf: { classUid: 3004, activityId: 13 } });
+    for (const t of ['hist_enable_schedule', 'hist_enable_linked_task_schedule']) expect(spot(t)).toMatchObject({ ocsf: { classUid: 3004, activityId: 8 } });
+    for (const t of ['hist_disable_schedule', 'hist_disable_linked_task_schedule']) expect(spot(t)).toMatchObject({ ocsf: { classUid: 3004, activityId: 9 } });
+    // the record says what happened
+    expect(spot('add_delete_user_to_group').ocsf?.activityFrom).toMatchObject({ attribute: 'groupOperation', map: { add: 3, delete: 4 } });
+    expect(spot('create_delete_group').ocsf?.activityFrom).toMatchObject({ attribute: 'groupOperation', map: { create: 6, delete: 5 } });
+    expect(spot('user_create_delete')).toMatchObject({ ocsf: { classUid: 3001, activityFrom: { attribute: 'userOperation', map: { create: 1, delete: 6 } } } });
+    // no exact id in 1.3.0 (Account Switch 7 and Add/Remove Subgroup 7/8 are 1.6.0, Unlock 12 is 1.4.0)
+    expect(spot('hist_impersonate_user')).toMatchObject({ ocsf: { classUid: 3002, activityId: 99 } });
+    expect(spot('add_delete_group_to_group_set')).toMatchObject({ ocsf: { classUid: 3006, activityId: 99 } });
+    expect(spot('hist_update_system_user_reset_login_rate_limiting')).toMatchObject({ ocsf: { classUid: 3001, activityId: 99 } });
   });
 
   it('spot checks: groups and users', () => {

@@ -151,8 +151,9 @@ describe('direct OTLP protobuf path = object path', () => {
     expect(viaDirect.map(canon)).toEqual(viaObjects.map(canon));
     const [a, b, c] = viaDirect;
     expect(a!.eventName).toBe('tableau.background_job');
-    expect(a!.attributes['tableau.site_id']).toBe(42);
-    expect(a!.attributeKinds['tableau.site_id']).toBe('int');
+    // (an integer siteId has a name of its own: one attribute name, one type)
+    expect(a!.attributes['tableau.site_numeric_id']).toBe(42);
+    expect(a!.attributeKinds['tableau.site_numeric_id']).toBe('int');
     expect(a!.attributes['tableau.service_name']).toBe('backgrounder');
     expect(a!.resource['service.name']).toBe('tableau-cloud');
     expect(a!.attributes['error.type']).toBe('_OTHER');

@@ -141,8 +141,17 @@ function expectedAttributes(
   if (entry?.category) out['tableau.event.category'] = entry.category;
   if (entry?.action) out['tableau.event.action'] = entry.action;
   if (entry?.ocsf) {
+    // OCSF 1.3.0: the activity from the record's own field where the type says so, type_uid = class × 100 + activity
+    const said = entry.ocsf.activityFrom ? rec[entry.ocsf.activityFrom.attribute] : undefined;
+    const activity = (typeof said === 'string' ? entry.ocsf.activityFrom!.map[said.toLowerCase()] : undefined) ?? entry.ocsf.activityId;
     out['tableau.ocsf.class_uid'] = entry.ocsf.classUid;
-    out['tableau.ocsf.activity_id'] = entry.ocsf.activityId;
+    out['tableau.ocsf.activity_id'] = activity;
+    out['tableau.ocsf.type_uid'] = entry.ocsf.classUid * 100 + activity;
+    out['tableau.ocsf.version'] = '1.3.0';
+    // Failure exactly when the record is one (it then carries error.type: outcome, failure fields, errorCode, …)
+    const failed = errorType !== undefined;
+    const succeeded = rec.eventOutcome === 'success' || rec.isError === false || rec.isFailure === false || (typeof rec.status === 'string' && rec.status.toLowerCase() === 'success');
+    out['tableau.ocsf.status_id'] = failed ? 2 : succeeded ? 1 : 0;
   }
   if (entry?.target) {
     out['tableau.target.type'] = entry.target.type;
@@ -180,7 +189,7 @@ function expectedAttributes(
       continue;
     }
     const move = SEMCONV[family][k];
-    put(move ?? `tableau.${expectedSnake(k)}`, k, v);
+    put(move ?? entry?.allAttributes.get(k)?.rename ?? `tableau.${expectedSnake(k)}`, k, v);
   }
   return out;
 }

@@ -129,7 +129,12 @@ describe('docs/event-reference.md', () => {
       expect(category).toBe(e.category ? `\`${e.category}\`` : '');
       expect(action).toBe(e.action ? `\`${e.action}\`` : '');
       expect(ocsf).toMatch(e.ocsf ? new RegExp(`^${e.ocsf.classUid} [A-Z]`) : /^$/);
-      expect(activity).toBe(e.ocsf ? String(e.ocsf.activityId) : '');
+      if (e.ocsf?.activityFrom) {
+        // the activity comes from the record: the field, each value with its activity_id, and the fallback
+        expect(activity).toContain(`from \`${e.ocsf.activityFrom.attribute}\``);
+        for (const [value, id] of Object.entries(e.ocsf.activityFrom.map)) expect(activity).toContain(`\`${value}\` ${id}`);
+        expect(activity).toMatch(new RegExp(`; else ${e.ocsf.activityId}$`));
+      } else expect(activity).toBe(e.ocsf ? String(e.ocsf.activityId) : '');
     }
   });
 

@@ -9,6 +9,9 @@ export const ATTR_EVENT_CATEGORY = 'tableau.event.category';
 export const ATTR_EVENT_ACTION = 'tableau.event.action';
 export const ATTR_OCSF_CLASS_UID = 'tableau.ocsf.class_uid';
 export const ATTR_OCSF_ACTIVITY_ID = 'tableau.ocsf.activity_id';
+export const ATTR_OCSF_TYPE_UID = 'tableau.ocsf.type_uid';
+export const ATTR_OCSF_STATUS_ID = 'tableau.ocsf.status_id';
+export const ATTR_OCSF_VERSION = 'tableau.ocsf.version';
 export const ATTR_TARGET_TYPE = 'tableau.target.type';
 export const ATTR_TARGET_ID = 'tableau.target.id';
 export const ATTR_TARGET_NAME = 'tableau.target.name';
@@ -23,6 +26,9 @@ export const DERIVED_ATTRIBUTES = [
   ATTR_EVENT_ACTION,
   ATTR_OCSF_CLASS_UID,
   ATTR_OCSF_ACTIVITY_ID,
+  ATTR_OCSF_TYPE_UID,
+  ATTR_OCSF_STATUS_ID,
+  ATTR_OCSF_VERSION,
   ATTR_TARGET_TYPE,
   ATTR_TARGET_ID,
   ATTR_TARGET_NAME,

@@ -142,6 +142,8 @@ function checkEventType(entry: EventMappingFile, all: ReadonlyMap<string, Catalo
       if (missing.length > 0) issues.push({ path: ['target', key], message: `unknown attribute${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}` });
     }
   }
+  const activityFrom = entry.ocsf?.activityFrom?.attribute;
+  if (activityFrom !== undefined && !all.has(activityFrom)) issues.push({ path: ['ocsf', 'activityFrom', 'attribute'], message: `unknown attribute '${activityFrom}'` });
   const seen = new Map<string, string>();
   for (const name of DERIVED_ATTRIBUTES) seen.set(name, '(set by the mapper)');
   for (const [name, out] of outputNamesOf(entry, all, defaults)) {

@@ -50,6 +50,12 @@ export const categorySchema = z.enum([
 ]);
 export type Category = z.infer<typeof categorySchema>;
 
+/**
+ * The OCSF version the class and activity ids follow: 1.3.0, the newest Amazon Security Lake takes
+ * for custom sources (see docs/mapping.md, "OCSF"). Emitted as `tableau.ocsf.version`.
+ */
+export const OCSF_VERSION = '1.3.0';
+
 /** OCSF classes that fit this data (class_uid). */
 export const OCSF_CLASSES = {
   3001: 'Account Change',
@@ -60,14 +66,51 @@ export const OCSF_CLASSES = {
   6001: 'Web Resources Activity',
   6003: 'API Activity',
 } as const;
+export type OcsfClassUid = keyof typeof OCSF_CLASSES;
+
+/** The activity_id values of each class in OCSF {@link OCSF_VERSION} (0 Unknown is never mapped). */
+export const OCSF_ACTIVITIES: Readonly<Record<OcsfClassUid, Readonly<Record<number, string>>>> = {
+  3001: { 1: 'Create', 2: 'Enable', 3: 'Password Change', 4: 'Password Reset', 5: 'Disable', 6: 'Delete', 7: 'Attach Policy', 8: 'Detach Policy', 9: 'Lock', 10: 'MFA Factor Enable', 11: 'MFA Factor Disable', 99: 'Other' },
+  3002: { 1: 'Logon', 2: 'Logoff', 3: 'Authentication Ticket', 4: 'Service Ticket Request', 5: 'Service Ticket Renew', 6: 'Preauth', 99: 'Other' },
+  3004: { 1: 'Create', 2: 'Read', 3: 'Update', 4: 'Delete', 5: 'Move', 6: 'Enroll', 7: 'Unenroll', 8: 'Enable', 9: 'Disable', 10: 'Activate', 11: 'Deactivate', 12: 'Suspend', 13: 'Resume', 99: 'Other' },
+  3005: { 1: 'Assign Privileges', 2: 'Revoke Privileges', 99: 'Other' },
+  3006: { 1: 'Assign Privileges', 2: 'Revoke Privileges', 3: 'Add User', 4: 'Remove User', 5: 'Delete', 6: 'Create', 99: 'Other' },
+  6001: { 1: 'Create', 2: 'Read', 3: 'Update', 4: 'Delete', 5: 'Search', 6: 'Import', 7: 'Export', 8: 'Share', 99: 'Other' },
+  6003: { 1: 'Create', 2: 'Read', 3: 'Update', 4: 'Delete', 99: 'Other' },
+};
 
 export const ocsfSchema = z
   .object({
     classUid: z.union([z.literal(3001), z.literal(3002), z.literal(3004), z.literal(3005), z.literal(3006), z.literal(6001), z.literal(6003)]),
-    /** The class's activity_id (e.g. Authentication: 1 Logon, 2 Logoff; Entity Management: 1 Create, 2 Read, 3 Update, 4 Delete). */
+    /**
+     * The class's activity_id (e.g. Authentication: 1 Logon, 2 Logoff; Entity Management: 1 Create, 2 Read, 3 Update, 4 Delete);
+     * with `activityFrom`, the one used when the record's value is missing or not in the map.
+     */
     activityId: z.number().int().min(0).max(99),
+    /**
+     * Where the record says what happened: the value of `attribute` (compared in lower case) picks
+     * the activity_id, e.g. `{ attribute: groupOperation, map: { add: 3, delete: 4 } }`.
+     */
+    activityFrom: z
+      .object({
+        attribute: z.string().min(1),
+        map: z.record(z.string().regex(/^[a-z0-9_ -]+$/, 'a lower-case value (records are compared in lower case)'), z.number().int().min(0).max(99)),
+      })
+      .strict()
+      .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((o, ctx) => {
+    const known = OCSF_ACTIVITIES[o.classUid];
+    const check = (id: number, path: (string | number)[]) => {
+      if (known[id] === undefined) {
+        ctx.addIssue({ code: 'custom', path, message: `activity_id ${id} is not an activity of OCSF ${OCSF_VERSION} class ${o.classUid} ${OCSF_CLASSES[o.classUid]} (${Object.entries(known).map(([k, v]) => `${k} ${v}`).join(', ')})` });
+      }
+    };
+    check(o.activityId, ['activityId']);
+    for (const [value, id] of Object.entries(o.activityFrom?.map ?? {})) check(id, ['activityFrom', 'map', value]);
+  });
+export type OcsfSpec = z.infer<typeof ocsfSchema>;
 
 /**
  * The object an action was done to, named the same way for every event type

@@ -5,6 +5,7 @@ import type { AttrValue, ResourceDescriptor } from './log-record.js';
 import type { FlatJsonLine, RecordFields } from '../decoding/flat-json-line.js';
 import type { ValueLookup } from './body-template.js';
 import type { SEVERITY_NUMBER } from './semantic-conventions.js';
+import type { OcsfActivityRule } from './ocsf.js';
 
 export type Severity = keyof typeof SEVERITY_NUMBER;
 
@@ -29,6 +30,10 @@ export interface TypePlan {
   /** Their encoding by the direct writer (DirectRecordWriter.constBlock). */
   constBlock: { readonly space: object } | undefined;
   target: EventTypeEntry['target'];
+  /** The type has an OCSF class (then every record gets a status_id). */
+  ocsf: boolean;
+  /** The type's activity_id comes from a field of the record (then it and type_uid are not constants). */
+  ocsfActivity: OcsfActivityRule | undefined;
   /** The tenant's fixed severity for the type (overrides). */
   severity: Severity | undefined;
   keep: boolean;

@@ -33,6 +33,9 @@ import { DirectSink } from './direct-sink.js';
 import { ObjectFields, objectFields } from './object-fields.js';
 import { ROUTE_GENERIC, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
+import { OCSF_VERSION } from './mapping-file-schema.js';
+import { activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
+import { ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
 import { ATTR_EVENT_ACTION, ATTR_EVENT_CATEGORY, ATTR_EVENT_TYPE, ATTR_OCSF_ACTIVITY_ID, ATTR_OCSF_CLASS_UID, ATTR_TARGET_GROUP_ID, ATTR_TARGET_ID, ATTR_TARGET_NAME, ATTR_TARGET_TYPE, ATTR_TARGET_USER_ID, RAW_ATTRIBUTE_PREFIX, RESOURCE_TENANT_ID, UNKNOWN_EVENT_TYPE, snakeCase } from './attribute-names.js';
 
 export * from './attribute-names.js';
@@ -164,7 +167,11 @@ export class RecordMapper {
       for (const [name, a] of entry.allAttributes) if (a.rename) renames.set(name, a.rename);
       if (entry.category) derived.push([ATTR_EVENT_CATEGORY, entry.category]);
       if (entry.action) derived.push([ATTR_EVENT_ACTION, entry.action]);
-      if (entry.ocsf) derived.push([ATTR_OCSF_CLASS_UID, entry.ocsf.classUid], [ATTR_OCSF_ACTIVITY_ID, entry.ocsf.activityId]);
+      if (entry.ocsf) {
+        derived.push([ATTR_OCSF_CLASS_UID, entry.ocsf.classUid]);
+        if (!entry.ocsf.activityFrom) derived.push([ATTR_OCSF_ACTIVITY_ID, entry.ocsf.activityId], [ATTR_OCSF_TYPE_UID, typeUid(entry.ocsf.classUid, entry.ocsf.activityId)]);
+        derived.push([ATTR_OCSF_VERSION, OCSF_VERSION]);
+      }
       if (entry.target) derived.push([ATTR_TARGET_TYPE, entry.target.type]);
     }
     plan = {
@@ -181,6 +188,8 @@ export class RecordMapper {
       constants: [[ATTR_EVENT_TYPE, eventType], ...derived],
       constBlock: undefined,
       target: entry?.target,
+      ocsf: entry?.ocsf !== undefined,
+      ocsfActivity: entry?.ocsf ? compileActivityRule(entry.ocsf) : undefined,
       severity: this.overrides.severityFor(eventType),
       keep: this.overrides.keeps(eventType),
       routes: { site: new Map(), tenant: new Map() },
@@ -444,6 +453,14 @@ export class RecordMapper {
     const uid = typeof eventId === 'string' && eventId !== '' ? eventId : `${ctx.uidPrefix}:${line}`;
     sink.set(ATTR_LOG_RECORD_UID, uid);
     if (!sink.setConstants?.(plan)) for (const [k, v] of plan.constants) sink.set(k, v);
+    // OCSF (before the record's own fields, which never take these names): the activity the record names (types with activityFrom), and the outcome's status
+    const activity = plan.ocsfActivity;
+    if (activity) {
+      const id = activityOf(activity, rec);
+      sink.set(ATTR_OCSF_ACTIVITY_ID, id);
+      sink.set(ATTR_OCSF_TYPE_UID, typeUid(activity.classUid, id));
+    }
+    if (plan.ocsf) sink.set(ATTR_OCSF_STATUS_ID, statusIdOf(rec, failed, this.failureFields));
     if (plan.target) this.setTarget(sink, plan.target, rec);
     if (errorType !== undefined) sink.set(ATTR_ERROR_TYPE, errorType);
 
