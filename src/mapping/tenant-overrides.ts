@@ -198,7 +198,7 @@ export function loadOverrides(file: string, env: NodeJS.ProcessEnv = process.env
  * record would carry one attribute name twice. Throws a FileError naming the overrides file.
  */
 export function checkOverridesAgainstCatalog(overrides: TenantOverrides, catalog: Catalog): void {
-  const emitted = new Set<string>(DERIVED_ATTRIBUTES);
+  const emitted = new Set<string>([...DERIVED_ATTRIBUTES, 'http.request.method_original']);
   for (const family of ['site', 'tenant'] as const) for (const target of Object.values(catalog.defaults[family].semanticConventions)) emitted.add(target);
   for (const entry of catalog.eventTypes.values()) for (const out of outputNamesOf(entry, entry.allAttributes, catalog.defaults).values()) emitted.add(out);
   const problems: string[] = [];
