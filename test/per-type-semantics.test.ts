@@ -14,6 +14,7 @@ import path from 'node:path';
 import { describe, it, expect } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { loadCatalog } from '../src/mapping/catalog.js';
+import { loadOverrides } from '../src/mapping/tenant-overrides.js';
 import { RecordMapper } from '../src/mapping/record-mapper.js';
 import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
@@ -109,6 +110,38 @@ describe('per-type semantics, through the protobuf encodings', () => {
     expect(method('')).toEqual(['_OTHER', '', undefined]);
     // not a string: not an HTTP method, kept under its generic name with its type
     expect(method(7)).toEqual([undefined, undefined, 7]);
+  });
+});
+
+describe('per-type semantics and the tenant overrides', () => {
+  it('hash, drop and redact find a field by the name its type moves it to (user.name, http.request.method_original)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'semantics-overrides-'));
+    try {
+      const file = path.join(dir, 'overrides.yaml');
+      writeFileSync(file, 'attributes:\n  hash: [user.name]\n  drop: [http.request.method_original]\n  redact: [tableau.initiating_session_id]\nhashKey: ${K}\n');
+      const overrides = loadOverrides(file, { K: 'k'.repeat(32) });
+      const encode = (eventType: string, key: string, record: Record<string, unknown>) => {
+        const r = new RecordMapper(catalog, { tenantId: 't1', overrides }).map({ eventTime: '2026-11-29T10:11:12Z', ...record }, 1, { keyInfo: parseObjectKey(key.replace('ET', eventType)), uidPrefix: 'abc' }, OBSERVED);
+        if (!r.ok) throw new Error(r.reason);
+        return decodeOtlpLogsBody(encodeLogsRequest([r.record], scope), 'protobuf')[0]!.attributes;
+      };
+      const auth = encode('login_authentication', SITE_KEY, { username: 'alice@example.com' });
+      expect(auth['user.name']).toMatch(/^[0-9a-f]{64}$/);
+      expect(JSON.stringify(auth)).not.toContain('alice');
+      const viz = encode('vizql_http_request', SITE_KEY, { method: 'propfind' });
+      expect(viz['http.request.method']).toBe('_OTHER');
+      expect(viz).not.toHaveProperty('http.request.method_original');
+      // an override of http.request.method also covers the value as sent (one field, both names)
+      const methodFile = path.join(dir, 'method.yaml');
+      writeFileSync(methodFile, 'attributes:\n  redact: [http.request.method]\n');
+      const r = new RecordMapper(catalog, { tenantId: 't1', overrides: loadOverrides(methodFile) }).map({ eventTime: '2026-11-29T10:11:12Z', method: 'propfind' }, 1, { keyInfo: parseObjectKey(SITE_KEY.replace('ET', 'vizql_http_request')), uidPrefix: 'abc' }, OBSERVED);
+      expect(r.ok && decodeOtlpLogsBody(encodeLogsRequest([r.record], scope), 'protobuf')[0]!.attributes).toMatchObject({ 'http.request.method': '[redacted]', 'http.request.method_original': '[redacted]' });
+      const jwt = encode('jwt_login', TENANT_KEY, { eventType: 'jwt_login', newSessionId: 'new', initiatingSessionId: 'old' });
+      expect(jwt['session.id']).toBe('new');
+      expect(jwt['tableau.initiating_session_id']).toBe('[redacted]');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -573,7 +573,6 @@ export class RecordMapper {
     const names = [source, plan.renames.get(source) ?? this.prefix + snakeCase(source), RAW_ATTRIBUTE_PREFIX + source];
     const semconv = this.moveOf(family, plan, source);
     if (semconv !== undefined) names.push(semconv);
-    if (semconv === ATTR_HTTP_REQUEST_METHOD) names.push(ATTR_HTTP_REQUEST_METHOD_ORIGINAL);
     if (source === 'initiatingUrl') names.push(ATTR_URL_FULL);
     if (source === 'requestUri') names.push(ATTR_URL_PATH, ATTR_URL_QUERY);
     return names;
