@@ -17,7 +17,7 @@ import { FileError, loadYamlFile, parseYaml, positionOf, readTextFile, validateY
 import { compileTemplate, templateFields, TemplateError } from './body-template.js';
 import { snakeCase, DERIVED_ATTRIBUTES } from './attribute-names.js';
 import { readCatalogSnapshot } from './catalog-snapshot.js';
-import { SEMANTICS_KEEP, SEMANTICS_TARGETS } from './semantic-conventions.js';
+import { ATTR_HTTP_REQUEST_METHOD_ORIGINAL, SEMANTICS_KEEP, SEMANTICS_TARGETS } from './semantic-conventions.js';
 
 export interface EventTypeEntry extends EventMappingFile {
   file: string;
@@ -168,7 +168,7 @@ function checkEventType(entry: EventMappingFile, all: ReadonlyMap<string, Catalo
   }
   const moves = movesOf(entry, defaults);
   const seen = new Map<string, string>();
-  for (const name of DERIVED_ATTRIBUTES) seen.set(name, '(set by the mapper)');
+  for (const name of [...DERIVED_ATTRIBUTES, ATTR_HTTP_REQUEST_METHOD_ORIGINAL]) seen.set(name, '(set by the mapper)');
   for (const [name, out] of outputNamesOf(entry, all, defaults)) {
     const previous = seen.get(out);
     // two semantic-convention sources of one target never co-occur in a documented type; a rename must not collide
