@@ -19,6 +19,7 @@ import { RecordMapper } from '../src/mapping/record-mapper.js';
 import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
 import { encodeLogsRequest } from '../src/export/otlp-protobuf/object-encoder.js';
+import { createSplunkHecEncoder } from '../src/export/splunk-hec/encoder.js';
 import { DirectLogsRequestWriter } from '../src/export/otlp-protobuf/direct-writer.js';
 import { decodeOtlpLogsBody, type ReceivedLogRecord } from './support/otlp-receiver.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
@@ -70,6 +71,15 @@ describe('per-type semantics, through the protobuf encodings', () => {
     expect(added.attributes['user.name']).toBeUndefined();
     // the Salesforce user of a Tableau GPT registration is not the actor either
     expect(mapped('tabgpt_registration_event', 'site', { username: 'sf-user' }).attributes['tableau.username']).toBe('sf-user');
+  });
+
+  it('Splunk HEC (CIM): the sign-in\'s user is the user name the record gives, not the user id', () => {
+    const ctx = { keyInfo: parseObjectKey(SITE_KEY.replace('ET', 'login_authentication')), uidPrefix: 'abc' };
+    const r = new RecordMapper(catalog, { tenantId: 't1' }).map({ eventTime: '2026-11-29T10:11:12Z', actorUserLuid: 'u-1', username: 'alice', status: 'success' }, 1, ctx, OBSERVED);
+    if (!r.ok) throw new Error(r.reason);
+    const encoder = createSplunkHecEncoder({ kind: 'splunk-hec', sourcetype: 'tableau:activity', host: 'h', source: 'src', fields: [], cimFields: true, maxRequestBytes: 65536, compression: 'none' });
+    const event = JSON.parse(new TextDecoder().decode(encoder.encode([r.record]).bodies[0]).trim()) as { fields: Record<string, string> };
+    expect(event.fields.user).toBe('alice');
   });
 
   it('a tenant sign-in\'s new session is session.id; the session a refresh-token deletion names is not', () => {
