@@ -71,10 +71,10 @@ export const DEFAULTS_HEADER = `${GENERATED_MARK} from the Tableau schema pages;
 /** Header of every event-type file. */
 export const EVENT_TYPE_HEADER =
   `${GENERATED_MARK}: description and attributes are generated from the Tableau schema pages (edit the generator, not them);\n` +
-  '# category, action, ocsf, target and body are maintained by hand in this file and kept by the generator.\n';
+  '# category, action, ocsf, target, body and semantics are maintained by hand in this file and kept by the generator.\n';
 
 /** The keys of an event-type file that are maintained by hand, in the order they are written (after `description`). */
-export const HAND_MAINTAINED_KEYS = ['category', 'action', 'ocsf', 'target', 'body', 'bodyOnFailure', 'severity'] as const;
+export const HAND_MAINTAINED_KEYS = ['category', 'action', 'ocsf', 'target', 'body', 'bodyOnFailure', 'severity', 'semantics'] as const;
 type HandMaintainedKey = (typeof HAND_MAINTAINED_KEYS)[number];
 type KeptSemantics = Partial<Pick<EventMappingFile, HandMaintainedKey>>;
 
@@ -625,8 +625,11 @@ export function parseBodyTemplate(body: string): { placeholders: string[]; probl
  * Every attribute name `target` and the `body` placeholders refer to that the type does not
  * document (its own attributes or the family's common attributes), plus malformed bodies.
  */
-export function semanticReferenceProblems(file: Pick<EventMappingFile, 'target' | 'body' | 'bodyOnFailure' | 'ocsf'>, documented: ReadonlySet<string>): string[] {
+export function semanticReferenceProblems(file: Pick<EventMappingFile, 'target' | 'body' | 'bodyOnFailure' | 'ocsf' | 'semantics'>, documented: ReadonlySet<string>): string[] {
   const problems: string[] = [];
+  for (const name of Object.keys(file.semantics ?? {})) {
+    if (!documented.has(name)) problems.push(`semantics.${name}: ${JSON.stringify(name)} is not an attribute of this event type`);
+  }
   if (file.target) {
     for (const key of ['id', 'name', 'user', 'group'] as const) {
       const ref = file.target[key];
@@ -691,6 +694,29 @@ export function failureBodyOf(body: string): string | undefined {
   return `${m[1]} failed to ${m[2] ? `${m[2]} ` : ''}${base}${second ? ` or ${second}` : ''}${rest} [({errorType})]`;
 }
 
+/**
+ * The derived default of each type's `semantics:` (`<family>/<eventType>` → attribute → a
+ * semantic-convention name, or `keep` to opt out of the family's move). A value written in the
+ * file wins, attribute by attribute; delete it to get this default back.
+ * - the acting user's name is `user.name` (the name used to sign in, the JWT's user, the user who
+ *   registered the client; never a target user's, such as `userName` of `hist_add_user_to_group`);
+ * - the session a tenant sign-in creates is the actor's `session.id` (the initiating session, if
+ *   any, stays `tableau.initiating_session_id`);
+ * - the session `hist_delete_refresh_token_session` deletes is the target's, not the actor's;
+ * - the URL a sign-in went to is `url.full`.
+ */
+export const DEFAULT_SEMANTICS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  'site/login_authentication': { username: 'user.name', loginUrl: 'url.full' },
+  'site/login_verification': { username: 'user.name' },
+  'site/bridge_client_register': { userName: 'user.name' },
+  'site/site_storage_usage': { actorUsername: 'user.name' },
+  'site/hist_delete_refresh_token_session': { sessionId: 'keep' },
+  'tenant/validate_uat_jwt': { username: 'user.name' },
+  'tenant/jwt_login': { newSessionId: 'session.id', initiatingSessionId: 'keep' },
+  'tenant/personal_access_token_login': { newSessionId: 'session.id', initiatingSessionId: 'keep' },
+  'tenant/user_login_create_session': { newSessionId: 'session.id', initiatingSessionId: 'keep' },
+};
+
 /** The event-type file with its keys in the order they are written; absent optional keys are left out. */
 function orderedEventFile(generated: Pick<EventMappingFile, 'eventType' | 'family' | 'description' | 'attributes'>, kept: KeptSemantics): EventMappingFile {
   const out: Record<string, unknown> = {
@@ -714,6 +740,8 @@ function orderedEventFile(generated: Pick<EventMappingFile, 'eventType' | 'famil
   const onFailure = kept.bodyOnFailure ?? (kept.body !== undefined ? failureBodyOf(kept.body) : undefined);
   if (onFailure !== undefined) out.bodyOnFailure = onFailure;
   if (kept.severity !== undefined) out.severity = kept.severity;
+  const semantics = { ...DEFAULT_SEMANTICS[`${generated.family}/${generated.eventType}`], ...kept.semantics };
+  if (Object.keys(semantics).length > 0) out.semantics = semantics;
   out.attributes = generated.attributes;
   return out as EventMappingFile;
 }

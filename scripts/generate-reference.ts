@@ -20,7 +20,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadCatalog, outputNamesOf, type Catalog, type EventTypeEntry } from '../src/mapping/catalog.js';
+import { loadCatalog, movesOf, outputNamesOf, type Catalog, type EventTypeEntry } from '../src/mapping/catalog.js';
 import { OCSF_ACTIVITIES, OCSF_CLASSES, OCSF_VERSION, categorySchema, type CatalogAttribute, type Family } from '../src/mapping/mapping-file-schema.js';
 import {
   ATTR_EVENT_ACTION,
@@ -120,10 +120,10 @@ interface OutputInfo {
 }
 
 /** Where each documented attribute of a type (or of a family's common attributes) lands. */
-function outputsOf(family: Family, attributes: ReadonlyMap<string, CatalogAttribute>, catalog: Catalog): Map<string, OutputInfo> {
+function outputsOf(family: Family, attributes: ReadonlyMap<string, CatalogAttribute>, catalog: Catalog, semantics?: EventTypeEntry['semantics']): Map<string, OutputInfo> {
   const defaults = catalog.defaults;
-  const names = outputNamesOf({ family }, attributes, defaults);
-  const moves = defaults[family].semanticConventions;
+  const names = outputNamesOf({ family, semantics }, attributes, defaults);
+  const moves = Object.fromEntries(movesOf({ family, semantics }, defaults));
   const sources = new Map<string, string[]>();
   for (const [source, out] of names) sources.set(out, [...(sources.get(out) ?? []), source]);
   const result = new Map<string, OutputInfo>();
@@ -142,6 +142,8 @@ function outputsOf(family: Family, attributes: ReadonlyMap<string, CatalogAttrib
     if (name === 'requestUri') {
       info.names = [ATTR_URL_PATH, ATTR_URL_QUERY];
       info.note = 'split at the first `?`';
+    } else if (out === 'http.request.method') {
+      info.note = 'known methods upper-cased; any other is `_OTHER` with the value in `http.request.method_original`';
     } else if (name === 'siteLuid') {
       info.note = 'a resource attribute, not repeated on the record';
     } else if (name === 'eventId' && family === 'tenant') {
@@ -465,7 +467,7 @@ export function renderReference(catalog: Catalog): string {
       const anchor = heading(3, e.eventType);
       if (anchor !== typeAnchor(e)) throw new Error(`unexpected anchor ${anchor} for ${e.eventType}`);
       out(prose(e.description), '');
-      const outputs = outputsOf(f, e.allAttributes, catalog);
+      const outputs = outputsOf(f, e.allAttributes, catalog, e.semantics);
       const failure = failureRulesOf(e, catalog);
       const items: string[] = [];
       const typeSeverity = e.severity ? `${e.severity.default ?? 'default'}${e.severity.failure === 'always' ? ', every record a failure' : ''}` : '[default](#severity)';

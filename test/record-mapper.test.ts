@@ -57,6 +57,23 @@ const SEMCONV: Record<Family, Record<string, string>> = {
   },
 };
 
+/**
+ * Per-type moves over the family's (the mapping files' `semantics:`): the acting user's name,
+ * a tenant sign-in's new session, the sign-in URL; `keep` = the family move does not apply.
+ */
+const PER_TYPE: Record<string, Record<string, string>> = {
+  login_authentication: { username: 'user.name', loginUrl: 'url.full' },
+  login_verification: { username: 'user.name' },
+  bridge_client_register: { userName: 'user.name' },
+  site_storage_usage: { actorUsername: 'user.name' },
+  hist_delete_refresh_token_session: { sessionId: 'keep' },
+  validate_uat_jwt: { username: 'user.name' },
+  jwt_login: { newSessionId: 'session.id', initiatingSessionId: 'keep' },
+  personal_access_token_login: { newSessionId: 'session.id', initiatingSessionId: 'keep' },
+  user_login_create_session: { newSessionId: 'session.id', initiatingSessionId: 'keep' },
+};
+const KNOWN_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'CONNECT'];
+
 /** A handful of names whose snake case is spelled out by hand. */
 const KNOWN_SNAKE: Record<string, string> = {
   workbookLuid: 'workbook_luid',
@@ -188,7 +205,15 @@ function expectedAttributes(
       if (q !== -1) out['url.query'] = v.slice(q + 1);
       continue;
     }
-    const move = SEMCONV[family][k];
+    const own = PER_TYPE[eventType]?.[k];
+    const move = own === 'keep' ? undefined : own ?? SEMCONV[family][k];
+    if (move === 'http.request.method' && typeof v === 'string' && !('http.request.method' in out)) {
+      // semantic conventions: a known method in upper case, else _OTHER; the value as sent in method_original
+      const known = KNOWN_METHODS.includes(v.toUpperCase());
+      out['http.request.method'] = known ? v.toUpperCase() : '_OTHER';
+      if (!known || v !== v.toUpperCase()) out['http.request.method_original'] = v;
+      continue;
+    }
     put(move ?? entry?.allAttributes.get(k)?.rename ?? `tableau.${expectedSnake(k)}`, k, v);
   }
   return out;
@@ -210,7 +235,7 @@ function valueFor(entry: EventTypeEntry, name: string, type: string, index: numb
   }
   switch (type) {
     case 'string':
-      return name === 'requestUri' ? `/${name}/path?q=${name}&x=1` : `${name}-value`;
+      return name === 'requestUri' ? `/${name}/path?q=${name}&x=1` : name === 'method' ? 'get' : `${name}-value`;
     case 'integer':
     case 'long':
       return 1000 + index;
@@ -383,7 +408,8 @@ describe('RecordMapper: every catalog event type', () => {
     const vizql = ok(m.map(buildRecord(catalog.eventTypes.get('vizql_http_request')!), 1, ctxFor(keyFor('site', 'vizql_http_request')), OBSERVED));
     expect(vizql.attributes['url.path']).toBe('/requestUri/path');
     expect(vizql.attributes['url.query']).toBe('q=requestUri&x=1');
-    expect(vizql.attributes['http.request.method']).toBe('method-value');
+    expect(vizql.attributes['http.request.method']).toBe('GET');
+    expect(vizql.attributes['http.request.method_original']).toBe('get');
     expect(vizql.attributes['client.address']).toBe('ipAddress-value');
     expect(vizql.attributes['session.id']).toBe('sessionId-value');
     expect(vizql.attributes['user_agent.original']).toBe('userAgent-value');

@@ -17,6 +17,7 @@ import { FileError, loadYamlFile, parseYaml, positionOf, readTextFile, validateY
 import { compileTemplate, templateFields, TemplateError } from './body-template.js';
 import { snakeCase, DERIVED_ATTRIBUTES } from './attribute-names.js';
 import { readCatalogSnapshot } from './catalog-snapshot.js';
+import { ATTR_HTTP_REQUEST_METHOD_ORIGINAL, SEMANTICS_KEEP, SEMANTICS_TARGETS } from './semantic-conventions.js';
 
 export interface EventTypeEntry extends EventMappingFile {
   file: string;
@@ -102,9 +103,22 @@ interface EntryIssue {
   message: string;
 }
 
+/**
+ * The semantic-convention moves of one event type: its family's (`defaults.yaml`), with the
+ * type's own `semantics:` applied (a name moves the attribute there, `keep` removes the move).
+ */
+export function movesOf(entry: Pick<EventMappingFile, 'family' | 'semantics'>, defaults: DefaultsFile): Map<string, string> {
+  const moves = new Map(Object.entries(defaults[entry.family].semanticConventions));
+  for (const [name, to] of Object.entries(entry.semantics ?? {})) {
+    if (to === SEMANTICS_KEEP) moves.delete(name);
+    else moves.set(name, to);
+  }
+  return moves;
+}
+
 /** Where each documented attribute of a type lands by default. */
-export function outputNamesOf(entry: Pick<EventMappingFile, 'family'>, all: ReadonlyMap<string, CatalogAttribute>, defaults: DefaultsFile): Map<string, string> {
-  const moves = defaults[entry.family].semanticConventions;
+export function outputNamesOf(entry: Pick<EventMappingFile, 'family' | 'semantics'>, all: ReadonlyMap<string, CatalogAttribute>, defaults: DefaultsFile): Map<string, string> {
+  const moves = movesOf(entry, defaults);
   const out = new Map<string, string>();
   for (const [name, attr] of all) {
     // eventTime is the timestamp; eventType is the event type itself (a record's differing
@@ -112,7 +126,7 @@ export function outputNamesOf(entry: Pick<EventMappingFile, 'family'>, all: Read
     if (name === 'eventTime' || name === 'eventType') continue;
     if (name === 'requestUri') out.set(name, 'url.path');
     else if (name === 'initiatingUrl') out.set(name, 'url.full');
-    else out.set(name, moves[name] ?? attr.rename ?? defaults.attributePrefix + snakeCase(name));
+    else out.set(name, moves.get(name) ?? attr.rename ?? defaults.attributePrefix + snakeCase(name));
   }
   return out;
 }
@@ -144,12 +158,21 @@ function checkEventType(entry: EventMappingFile, all: ReadonlyMap<string, Catalo
   }
   const activityFrom = entry.ocsf?.activityFrom?.attribute;
   if (activityFrom !== undefined && !all.has(activityFrom)) issues.push({ path: ['ocsf', 'activityFrom', 'attribute'], message: `unknown attribute '${activityFrom}'` });
+  const familyMoves = defaults[entry.family].semanticConventions;
+  for (const [name, to] of Object.entries(entry.semantics ?? {})) {
+    if (!all.has(name) || name === 'eventTime' || name === 'eventType') issues.push({ path: ['semantics', name], message: `'${name}' is not an attribute of this event type` });
+    else if (name === 'requestUri' || name === 'initiatingUrl') issues.push({ path: ['semantics', name], message: `'${name}' is split or moved by the mapper itself and cannot be changed here` });
+    else if (to === SEMANTICS_KEEP) {
+      if (familyMoves[name] === undefined) issues.push({ path: ['semantics', name], message: `keep: '${name}' has no ${entry.family} semantic-convention move to opt out of` });
+    } else if (!SEMANTICS_TARGETS.has(to)) issues.push({ path: ['semantics', name], message: `unknown semantic-convention name '${to}' (one of ${[...SEMANTICS_TARGETS].join(', ')}, or keep)` });
+  }
+  const moves = movesOf(entry, defaults);
   const seen = new Map<string, string>();
-  for (const name of DERIVED_ATTRIBUTES) seen.set(name, '(set by the mapper)');
+  for (const name of [...DERIVED_ATTRIBUTES, ATTR_HTTP_REQUEST_METHOD_ORIGINAL]) seen.set(name, '(set by the mapper)');
   for (const [name, out] of outputNamesOf(entry, all, defaults)) {
     const previous = seen.get(out);
     // two semantic-convention sources of one target never co-occur in a documented type; a rename must not collide
-    if (previous && !(defaults[entry.family].semanticConventions[name] && defaults[entry.family].semanticConventions[previous])) {
+    if (previous && !(moves.has(name) && moves.has(previous))) {
       const path = name in entry.attributes ? ['attributes', name, ...(all.get(name)?.rename ? ['rename'] : [])] : ['attributes'];
       issues.push({ path, message: `'${name}' and ${previous.startsWith('(') ? 'an attribute the mapper sets' : `'${previous}'`} would both be emitted as '${out}'` });
     }

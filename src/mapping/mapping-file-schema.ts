@@ -162,6 +162,12 @@ export const eventMappingFileSchema = z
     /** Severity of this type: `default` when the record reports no failure (or one of lower severity); `failure: always` when every record of the type is a failure. */
     severity: typeSeveritySchema.optional(),
     target: targetSchema.optional(),
+    /**
+     * Per-type semantic-convention moves, over the family's (`defaults.yaml`): documented attribute →
+     * a semantic-convention name (`username: user.name`), or `keep` to opt out of the family's move
+     * (the attribute stays `tableau.<snake_case>`). Checked at load (catalog.ts).
+     */
+    semantics: z.record(z.string(), z.string().min(1)).optional(),
     /** Attributes specific to this event type, in the order the schema page lists them. */
     attributes: z.record(z.string(), catalogAttributeSchema).default({}),
   })

@@ -17,6 +17,8 @@ export interface TypePlan {
   family: Family | undefined;
   /** Source attribute → output name, for documented attributes with a `rename`. */
   renames: ReadonlyMap<string, string>;
+  /** The type's own `semantics:` (attribute → semantic-convention name, or `keep`), over the family's moves. */
+  semantics: ReadonlyMap<string, string>;
   body: ((lookup: ValueLookup) => string) | undefined;
   /** The type's `bodyOnFailure` template, for records that report a failure. */
   bodyOnFailure: ((lookup: ValueLookup) => string) | undefined;
@@ -56,6 +58,8 @@ export const ROUTE_SEMCONV = 1;
 export const ROUTE_REQUEST_URI = 2;
 export const ROUTE_URL_FULL = 3;
 export const ROUTE_SKIP = 4;
+/** `http.request.method`, normalised (known methods upper-cased, else `_OTHER` and `http.request.method_original`). */
+export const ROUTE_HTTP_METHOD = 5;
 
 export interface Route {
   kind: number;

@@ -20,18 +20,23 @@ import { TenantOverrides } from './tenant-overrides.js';
 import { jsonText } from '../core/json-text.js';
 import {
   ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_REQUEST_METHOD_ORIGINAL,
   ATTR_LOG_RECORD_UID,
   ATTR_SERVICE_NAME,
   ATTR_URL_FULL,
   ATTR_URL_PATH,
   ATTR_URL_QUERY,
   ATTR_USER_ID,
+  HTTP_METHOD_OTHER,
+  KNOWN_HTTP_METHODS,
+  SEMANTICS_KEEP,
   SEVERITY_NUMBER,
 } from './semantic-conventions.js';
 import type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
 import { DirectSink } from './direct-sink.js';
 import { ObjectFields, objectFields } from './object-fields.js';
-import { ROUTE_GENERIC, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
+import { ROUTE_GENERIC, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
 import { OCSF_VERSION } from './mapping-file-schema.js';
 import { activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
@@ -180,6 +185,7 @@ export class RecordMapper {
       entry,
       family: entry?.family,
       renames,
+      semantics: new Map(Object.entries(entry?.semantics ?? {})),
       body: entry?.body ? compileTemplate(entry.body) : undefined,
       bodyOnFailure: entry?.bodyOnFailure ? compileTemplate(entry.bodyOnFailure) : undefined,
       typeSeverity: entry?.severity?.default,
@@ -206,10 +212,11 @@ export class RecordMapper {
     const documented = plan.entry?.allAttributes;
     const unknown = !!documented && !documented.has(k) && k !== 'eventTime';
     const r: Route = { kind: ROUTE_GENERIC, name: '', unknown, wanted: undefined, slot: undefined, slotSpace: undefined };
+    let move: string | undefined;
     if (k === 'eventTime') r.kind = ROUTE_SKIP;
-    else if (this.semconv[family].has(k)) {
-      r.kind = ROUTE_SEMCONV;
-      r.name = this.semconv[family].get(k)!;
+    else if (k !== 'requestUri' && k !== 'initiatingUrl' && (move = this.moveOf(family, plan, k)) !== undefined) {
+      r.kind = move === ATTR_HTTP_REQUEST_METHOD ? ROUTE_HTTP_METHOD : move === ATTR_URL_FULL ? ROUTE_URL_FULL : ROUTE_SEMCONV;
+      r.name = move;
     } else if (k === 'requestUri') {
       r.kind = ROUTE_REQUEST_URI;
       r.name = ATTR_URL_PATH;
@@ -515,6 +522,23 @@ export class RecordMapper {
             continue;
           }
           break;
+        case ROUTE_HTTP_METHOD:
+          if (rec.isString(i) && !sink.has(ATTR_HTTP_REQUEST_METHOD)) {
+            const v = rec.value(i) as string;
+            const upper = v.toUpperCase();
+            if (upper === v && KNOWN_HTTP_METHODS.has(v)) {
+              sink.setField(ATTR_HTTP_REQUEST_METHOD, rec, i);
+              continue;
+            }
+            // semantic conventions: a canonical known method, else _OTHER; the value as sent in method_original
+            sink.set(ATTR_HTTP_REQUEST_METHOD, KNOWN_HTTP_METHODS.has(upper) ? upper : HTTP_METHOD_OTHER);
+            sink.from?.(ATTR_HTTP_REQUEST_METHOD, k);
+            if (!sink.has(ATTR_HTTP_REQUEST_METHOD_ORIGINAL)) {
+              sink.setField(ATTR_HTTP_REQUEST_METHOD_ORIGINAL, rec, i);
+            }
+            continue;
+          }
+          break;
         default:
           if (k === 'siteLuid' && rec.value(i) === liftedSite) continue; // lifted to the resource
           if (k === 'eventType' && rec.value(i) === eventType) continue; // same as tableau.event_type
@@ -547,7 +571,7 @@ export class RecordMapper {
    */
   private namesOfField(family: Family, plan: TypePlan, source: string): readonly string[] {
     const names = [source, plan.renames.get(source) ?? this.prefix + snakeCase(source), RAW_ATTRIBUTE_PREFIX + source];
-    const semconv = this.semconv[family].get(source);
+    const semconv = this.moveOf(family, plan, source);
     if (semconv !== undefined) names.push(semconv);
     if (source === 'initiatingUrl') names.push(ATTR_URL_FULL);
     if (source === 'requestUri') names.push(ATTR_URL_PATH, ATTR_URL_QUERY);
@@ -557,7 +581,14 @@ export class RecordMapper {
   /** Where a source attribute lands by default (semantic-convention move, catalog rename, or tableau.<snake>). */
   private outputNameOf(family: Family, plan: TypePlan, source: string): string {
     if (source === 'initiatingUrl') return ATTR_URL_FULL;
-    return this.semconv[family].get(source) ?? plan.renames.get(source) ?? this.prefix + snakeCase(source);
+    return this.moveOf(family, plan, source) ?? plan.renames.get(source) ?? this.prefix + snakeCase(source);
+  }
+
+  /** The semantic-convention name a source attribute moves to: the type's `semantics:` first (`keep`: none), else the family's. */
+  private moveOf(family: Family, plan: TypePlan, source: string): string | undefined {
+    const own = plan.semantics.get(source);
+    if (own !== undefined) return own === SEMANTICS_KEEP ? undefined : own;
+    return this.semconv[family].get(source);
   }
 
   private setTarget(sink: AttributeSink, target: NonNullable<EventTypeEntry['target']>, rec: RecordFields): void {

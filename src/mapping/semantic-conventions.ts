@@ -10,6 +10,7 @@ export const ATTR_USER_FULL_NAME = 'user.full_name';
 export const ATTR_CLIENT_ADDRESS = 'client.address';
 export const ATTR_USER_AGENT_ORIGINAL = 'user_agent.original';
 export const ATTR_HTTP_REQUEST_METHOD = 'http.request.method';
+export const ATTR_HTTP_REQUEST_METHOD_ORIGINAL = 'http.request.method_original';
 export const ATTR_URL_FULL = 'url.full';
 export const ATTR_URL_PATH = 'url.path';
 export const ATTR_URL_QUERY = 'url.query';
@@ -17,5 +18,23 @@ export const ATTR_SESSION_ID = 'session.id';
 export const ATTR_ERROR_TYPE = 'error.type';
 export const ATTR_LOG_RECORD_UID = 'log.record.uid';
 export const ATTR_SERVICE_NAME = 'service.name';
+
+/**
+ * The semantic-convention names an event type's `semantics:` key may move one of its attributes
+ * to (mapping-file-schema.ts); `keep` opts an attribute out of its family's move.
+ */
+export const SEMANTICS_TARGETS: ReadonlySet<string> = new Set([
+  ATTR_USER_ID, ATTR_USER_NAME, ATTR_USER_EMAIL, ATTR_USER_FULL_NAME, ATTR_CLIENT_ADDRESS, ATTR_USER_AGENT_ORIGINAL,
+  ATTR_HTTP_REQUEST_METHOD, ATTR_URL_FULL, ATTR_SESSION_ID,
+]);
+export const SEMANTICS_KEEP = 'keep';
+
+/**
+ * The HTTP methods semantic conventions know (`http.request.method`): a record's method is
+ * upper-cased when it is one of them, else it is `_OTHER` and the value goes to
+ * `http.request.method_original`.
+ */
+export const KNOWN_HTTP_METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'CONNECT']);
+export const HTTP_METHOD_OTHER = '_OTHER';
 
 export const SEVERITY_NUMBER = { INFO: 9, WARN: 13, ERROR: 17 } as const;
