@@ -184,7 +184,7 @@ export const EXTRA_COMMON_ATTRIBUTES: Readonly<Record<Family, Readonly<Record<st
   site: {
     eventType: {
       type: 'string',
-      description: 'Type of the event. Not every site record carries it: the eventType=<type> segment of the object key names the type (a record value that differs is kept as tableau.raw.eventType).',
+      description: 'Type of the event. Not every site record carries it: the eventType=<type> segment of the object key names the type (a record value that differs is kept as tableau.event_sub_type).',
     },
   },
   tenant: {},

@@ -32,6 +32,8 @@ import {
   ATTR_OCSF_TYPE_UID,
   ATTR_OCSF_VERSION,
   ATTR_TARGET_GROUP_ID,
+  ATTR_EVENT_SUB_TYPE,
+  ATTR_IMPERSONATED,
   ATTR_TARGET_ID,
   ATTR_TARGET_NAME,
   ATTR_TARGET_TYPE,
@@ -51,6 +53,7 @@ import {
   ATTR_URL_QUERY,
   ATTR_USER_ID,
   SEVERITY_NUMBER,
+  SITE_ROLE_NAMES,
 } from '../src/mapping/semantic-conventions.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -134,7 +137,7 @@ function outputsOf(family: Family, attributes: ReadonlyMap<string, CatalogAttrib
       continue;
     }
     if (name === 'eventType') {
-      result.set(name, { names: [ATTR_EVENT_TYPE], note: `and the event name; kept as ${code(`${RAW_ATTRIBUTE_PREFIX}eventType`)} only when it differs from the type` });
+      result.set(name, { names: [ATTR_EVENT_TYPE], note: `and the event name; a record's own value that differs from the type (a sub-type) is kept as ${code(ATTR_EVENT_SUB_TYPE)}` });
       continue;
     }
     if (out === undefined) continue;
@@ -148,6 +151,10 @@ function outputsOf(family: Family, attributes: ReadonlyMap<string, CatalogAttrib
       info.note = 'a resource attribute, not repeated on the record';
     } else if (name === 'eventId' && family === 'tenant') {
       info.note = `also the record's ${code(ATTR_LOG_RECORD_UID)}`;
+    } else if (name === 'initiatingUserRole' && family === 'tenant') {
+      info.note = `also ${code('user.roles')} as a one-item array`;
+    } else if (name === 'siteRoleId' && family === 'site') {
+      info.note = `also ${code('user.roles')}: the documented role name as a one-item array (${[...SITE_ROLE_NAMES].map(([id, role]) => `${id} ${role}`).join(', ')}); none for another id`;
     }
     const shared = (sources.get(out) ?? []).filter((s) => s !== name);
     if (shared.length > 0 && moves[name] !== undefined) {
@@ -383,6 +390,7 @@ export function renderReference(catalog: Catalog): string {
     [ATTR_TARGET_NAME]: 'its name',
     [ATTR_TARGET_USER_ID]: 'the user the action was about (e.g. the user added to a group)',
     [ATTR_TARGET_GROUP_ID]: 'the group the action was about',
+    [ATTR_IMPERSONATED]: `${code('true')} on a site record whose ${code('initiatingUserLuid')} differs from its ${code('actorUserLuid')} (both non-empty): an administrator acting as another user; absent otherwise`,
   };
   const missing = DERIVED_ATTRIBUTES.filter((a) => derived[a] === undefined);
   if (missing.length > 0) throw new Error(`no description for the derived attribute(s) ${missing.join(', ')}: add them to scripts/generate-reference.ts`);

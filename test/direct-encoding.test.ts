@@ -222,7 +222,8 @@ describe('direct OTLP protobuf path = object path', () => {
     expect(viaDirect.map(canon).sort()).toEqual(viaObjects.map(canon).sort());
     const raw = viaDirect.find((r) => r.attributes['tableau.raw.workbook_luid'] !== undefined)!;
     expect(raw.attributes['tableau.workbook_luid']).toBe('a');
-    expect(raw.attributes['tableau.raw.eventType']).toBe('other');
+    expect(raw.attributes['tableau.event_sub_type']).toBe('other');
+    expect(raw.attributes).not.toHaveProperty(['tableau.raw.eventType']);
   });
 });
 

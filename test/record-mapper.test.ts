@@ -139,6 +139,12 @@ function expectedSeverity(rec: Record<string, unknown>, entry?: EventTypeEntry):
   return { number: 9, text: 'INFO' };
 }
 
+/** siteRoleId values as the Activity Log attribute table documents them (scripts/seed-pages). */
+const SITE_ROLE_NAMES_ORACLE: Record<number, string> = {
+  0: 'SiteAdministratorExplorer', 1: 'SupportUser', 2: 'ExplorerCanPublish', 3: 'Explorer', 7: 'Guest',
+  8: 'Unlicensed', 9: 'Viewer', 10: 'Creator', 11: 'SiteAdministratorCreator',
+};
+
 /**
  * The attributes a mapped record must carry, computed from the rules: semconv moves, requestUri
  * split, `tableau.<snake>` otherwise, `tableau.raw.<name>` when the output name is taken,
@@ -190,6 +196,11 @@ function expectedAttributes(
       if (v !== undefined) out[name] = v;
     }
   }
+  // identity: user.roles from the role fields (site: documented siteRoleId names only), impersonation on site records
+  const role = family === 'tenant' ? rec.initiatingUserRole : SITE_ROLE_NAMES_ORACLE[rec.siteRoleId as number];
+  if (typeof role === 'string' && role !== '') out['user.roles'] = [role];
+  const { initiatingUserLuid: iu, actorUserLuid: au } = rec;
+  if (family === 'site' && typeof iu === 'string' && typeof au === 'string' && iu !== '' && au !== '' && iu !== au) out['tableau.impersonated'] = true;
   const put = (name: string, original: string, value: unknown): void => {
     if (name in out) out[`tableau.raw.${original}`] = value;
     else out[name] = value;
@@ -199,6 +210,10 @@ function expectedAttributes(
     if (k === 'eventTime') continue;
     if (k === 'siteLuid' && typeof v === 'string') continue; // on the resource
     if (k === 'eventType' && v === eventType) continue; // is tableau.event_type
+    if (k === 'eventType') {
+      put('tableau.event_sub_type', k, v); // a differing sub-type of its own
+      continue;
+    }
     if (k === 'requestUri' && typeof v === 'string') {
       const q = v.indexOf('?');
       put('url.path', k, q === -1 ? v : v.slice(0, q));
@@ -420,7 +435,8 @@ describe('RecordMapper: every catalog event type', () => {
     // Site types that document their own `eventType` (materialized views): it is not the key's type.
     const mv = ok(m.map(buildRecord(catalog.eventTypes.get('hist_create_materialized_views')!), 1, ctxFor(keyFor('site', 'hist_create_materialized_views')), OBSERVED));
     expect(mv.attributes['tableau.event_type']).toBe('hist_create_materialized_views');
-    expect(mv.attributes['tableau.raw.eventType']).toBe('eventType-value');
+    expect(mv.attributes['tableau.event_sub_type']).toBe('eventType-value');
+    expect(mv.attributes).not.toHaveProperty(['tableau.raw.eventType']);
   });
 });
 
@@ -684,11 +700,12 @@ describe('RecordMapper: event types, drift, attributes', () => {
     expect(m.drift.unknownEventTypes.size).toBe(0);
   });
 
-  it('the key wins over the record; the differing record field is kept under tableau.raw.eventType', () => {
+  it('the key wins over the record; the differing record field is kept under tableau.event_sub_type', () => {
     const r = ok(mapper().map(siteRecord({ eventType: 'something_else' }), 1, ctxFor(SITE_KEY), OBSERVED));
     expect(r.eventName).toBe('tableau.hist_access_view');
     expect(r.attributes['tableau.event_type']).toBe('hist_access_view');
-    expect(r.attributes['tableau.raw.eventType']).toBe('something_else');
+    expect(r.attributes['tableau.event_sub_type']).toBe('something_else');
+    expect(r.attributes).not.toHaveProperty(['tableau.raw.eventType']);
   });
 
   it('event type `unknown` when neither key nor record names one', () => {

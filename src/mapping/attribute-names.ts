@@ -17,6 +17,10 @@ export const ATTR_TARGET_ID = 'tableau.target.id';
 export const ATTR_TARGET_NAME = 'tableau.target.name';
 export const ATTR_TARGET_USER_ID = 'tableau.target.user.id';
 export const ATTR_TARGET_GROUP_ID = 'tableau.target.group.id';
+/** A record's own `eventType` when it differs from the type (e.g. the `*_materialized_views` sub-types). */
+export const ATTR_EVENT_SUB_TYPE = 'tableau.event_sub_type';
+/** `true` on a site record whose initiatingUserLuid differs from its actorUserLuid (impersonation). */
+export const ATTR_IMPERSONATED = 'tableau.impersonated';
 /** Attributes the mapper sets itself (never taken by a record's own field). */
 export const DERIVED_ATTRIBUTES = [
   ATTR_LOG_RECORD_UID,
@@ -34,6 +38,7 @@ export const DERIVED_ATTRIBUTES = [
   ATTR_TARGET_NAME,
   ATTR_TARGET_USER_ID,
   ATTR_TARGET_GROUP_ID,
+  ATTR_IMPERSONATED,
 ] as const;
 export const RESOURCE_TENANT_ID = 'tableau.tenant.id';
 

@@ -122,7 +122,7 @@ export function outputNamesOf(entry: Pick<EventMappingFile, 'family' | 'semantic
   const out = new Map<string, string>();
   for (const [name, attr] of all) {
     // eventTime is the timestamp; eventType is the event type itself (a record's differing
-    // eventType field is kept under tableau.raw.eventType, see record-mapper.ts)
+    // eventType field is kept under tableau.event_sub_type, see record-mapper.ts)
     if (name === 'eventTime' || name === 'eventType') continue;
     if (name === 'requestUri') out.set(name, 'url.path');
     else if (name === 'initiatingUrl') out.set(name, 'url.full');

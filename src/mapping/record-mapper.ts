@@ -28,10 +28,12 @@ import {
   ATTR_URL_PATH,
   ATTR_URL_QUERY,
   ATTR_USER_ID,
+  ATTR_USER_ROLES,
   HTTP_METHOD_OTHER,
   KNOWN_HTTP_METHODS,
   SEMANTICS_KEEP,
   SEVERITY_NUMBER,
+  SITE_ROLE_NAMES,
 } from './semantic-conventions.js';
 import type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
 import { DirectSink } from './direct-sink.js';
@@ -40,7 +42,7 @@ import { ROUTE_GENERIC, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROU
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
 import { OCSF_VERSION } from './mapping-file-schema.js';
 import { activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
-import { ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
+import { ATTR_EVENT_SUB_TYPE, ATTR_IMPERSONATED, ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
 import { ATTR_EVENT_ACTION, ATTR_EVENT_CATEGORY, ATTR_EVENT_TYPE, ATTR_OCSF_ACTIVITY_ID, ATTR_OCSF_CLASS_UID, ATTR_TARGET_GROUP_ID, ATTR_TARGET_ID, ATTR_TARGET_NAME, ATTR_TARGET_TYPE, ATTR_TARGET_USER_ID, RAW_ATTRIBUTE_PREFIX, RESOURCE_TENANT_ID, UNKNOWN_EVENT_TYPE, snakeCase } from './attribute-names.js';
 
 export * from './attribute-names.js';
@@ -223,7 +225,7 @@ export class RecordMapper {
     } else if (k === 'initiatingUrl') {
       r.kind = ROUTE_URL_FULL;
       r.name = ATTR_URL_FULL;
-    } else r.name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
+    } else r.name = this.genericNameOf(plan, k);
     const routes = plan.routes[family];
     if (routes.size < 2_000) routes.set(k, r);
     return r;
@@ -470,6 +472,7 @@ export class RecordMapper {
     if (plan.ocsf) sink.set(ATTR_OCSF_STATUS_ID, statusIdOf(rec, failed, this.failureFields));
     if (plan.target) this.setTarget(sink, plan.target, rec);
     if (errorType !== undefined) sink.set(ATTR_ERROR_TYPE, errorType);
+    this.setIdentity(sink, family, rec);
 
     const routes = plan.routes[family];
     const scanned = rec instanceof FlatJsonLine ? rec : undefined;
@@ -548,10 +551,38 @@ export class RecordMapper {
           continue;
       }
       // the usual name is taken on this record: keep the value under its own generic name
-      const name = plan.renames.get(k) ?? this.prefix + snakeCase(k);
+      const name = this.genericNameOf(plan, k);
       sink.setField(sink.has(name) ? RAW_ATTRIBUTE_PREFIX + k : name, rec, i);
     }
     return { ok: true, seconds, nanos, severity, eventType, plan, family, resource, rec, errorType };
+  }
+
+  /**
+   * Derived from the user fields (their originals stay under their usual names): `user.roles`
+   * from tenant `initiatingUserRole` or site `siteRoleId` (its documented role name; an
+   * undocumented id gives none), and `tableau.impersonated` when a site record's initiating user
+   * is not its actor.
+   */
+  private setIdentity(sink: AttributeSink, family: Family, rec: RecordFields): void {
+    if (family === 'tenant') {
+      const role = rec.get('initiatingUserRole');
+      if (typeof role === 'string' && role !== '') {
+        sink.set(ATTR_USER_ROLES, [role]);
+        sink.from?.(ATTR_USER_ROLES, 'initiatingUserRole');
+      }
+      return;
+    }
+    const roleId = rec.get('siteRoleId');
+    const role = typeof roleId === 'number' ? SITE_ROLE_NAMES.get(roleId) : typeof roleId === 'bigint' ? SITE_ROLE_NAMES.get(Number(roleId)) : undefined;
+    if (role !== undefined) {
+      sink.set(ATTR_USER_ROLES, [role]);
+      sink.from?.(ATTR_USER_ROLES, 'siteRoleId');
+    }
+    const initiating = rec.get('initiatingUserLuid');
+    const actor = rec.get('actorUserLuid');
+    if (typeof initiating === 'string' && typeof actor === 'string' && initiating !== '' && actor !== '' && initiating !== actor) {
+      sink.set(ATTR_IMPERSONATED, true);
+    }
   }
 
   /** `error.type` of a failure without a failed outcome: the record's error code when it is a short code, else `_OTHER`. */
@@ -570,7 +601,7 @@ export class RecordMapper {
    * field took that name first), its generic name and its `tableau.raw.` fallback.
    */
   private namesOfField(family: Family, plan: TypePlan, source: string): readonly string[] {
-    const names = [source, plan.renames.get(source) ?? this.prefix + snakeCase(source), RAW_ATTRIBUTE_PREFIX + source];
+    const names = [source, this.genericNameOf(plan, source), RAW_ATTRIBUTE_PREFIX + source];
     const semconv = this.moveOf(family, plan, source);
     if (semconv !== undefined) names.push(semconv);
     if (source === 'initiatingUrl') names.push(ATTR_URL_FULL);
@@ -581,7 +612,12 @@ export class RecordMapper {
   /** Where a source attribute lands by default (semantic-convention move, catalog rename, or tableau.<snake>). */
   private outputNameOf(family: Family, plan: TypePlan, source: string): string {
     if (source === 'initiatingUrl') return ATTR_URL_FULL;
-    return this.moveOf(family, plan, source) ?? plan.renames.get(source) ?? this.prefix + snakeCase(source);
+    return this.moveOf(family, plan, source) ?? this.genericNameOf(plan, source);
+  }
+
+  /** A field's name when no semantic convention takes it: its catalog rename, else tableau.<snake> (a record's own `eventType`: tableau.event_sub_type). */
+  private genericNameOf(plan: TypePlan, source: string): string {
+    return plan.renames.get(source) ?? (source === 'eventType' ? ATTR_EVENT_SUB_TYPE : this.prefix + snakeCase(source));
   }
 
   /** The semantic-convention name a source attribute moves to: the type's `semantics:` first (`keep`: none), else the family's. */

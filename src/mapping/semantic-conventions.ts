@@ -18,6 +18,14 @@ export const ATTR_SESSION_ID = 'session.id';
 export const ATTR_ERROR_TYPE = 'error.type';
 export const ATTR_LOG_RECORD_UID = 'log.record.uid';
 export const ATTR_SERVICE_NAME = 'service.name';
+/** `user.roles` (an array of strings): tenant `initiatingUserRole`, site `siteRoleId` by its documented name. */
+export const ATTR_USER_ROLES = 'user.roles';
+
+/** Site role ids as Tableau documents `siteRoleId` (scripts/seed-pages, the Activity Log attribute table). */
+export const SITE_ROLE_NAMES: ReadonlyMap<number, string> = new Map([
+  [0, 'SiteAdministratorExplorer'], [1, 'SupportUser'], [2, 'ExplorerCanPublish'], [3, 'Explorer'], [7, 'Guest'],
+  [8, 'Unlicensed'], [9, 'Viewer'], [10, 'Creator'], [11, 'SiteAdministratorCreator'],
+]);
 
 /**
  * The semantic-convention names an event type's `semantics:` key may move one of its attributes
