@@ -150,6 +150,11 @@ describe('overrides validation names the file and the place', () => {
     expect(() => checkOverridesAgainstCatalog(o, catalog)).toThrow(`${f2}:3:25: attributes.rename.tableau.token_name: 'user.email' is already emitted by the mapping`);
     const f3 = overridesFile('static: { tableau.workbook_luid: x }\n');
     expect(() => checkOverridesAgainstCatalog(loadOverrides(f3), catalog)).toThrow(/static\.tableau\.workbook_luid: 'tableau\.workbook_luid' is already emitted/);
+    // the identity attributes the mapper derives (user.roles, tableau.event_sub_type, tableau.impersonated)
+    for (const name of ['user.roles', 'tableau.event_sub_type', 'tableau.impersonated']) {
+      const f = overridesFile(`static: { ${name}: x }\n`);
+      expect(() => checkOverridesAgainstCatalog(loadOverrides(f), catalog)).toThrow(`'${name}' is already emitted`);
+    }
   });
 });
 
