@@ -14,7 +14,7 @@
  * (proper-lockfile was measured and not chosen: it does not record who holds a lock, and a lock a
  * `kill -9` left behind is refused until its mtime is `stale` old, 10 s by default.)
  */
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -246,8 +246,18 @@ function takeOver(file: string, staleText: string, me: LockHolder): boolean {
   closeSync(fd);
   try {
     if (readLock(file) !== staleText) return false; // someone else replaced it meanwhile
-    unlinkSync(file);
-    return tryCreate(file, me);
+    // replaced in one step (rename over it), never removed first: a process starting meanwhile
+    // finds a lock at every moment, so the one that took it over is the one that holds it
+    const tmp = `${file}.${me.pid}.${me.token}.tmp`;
+    const fd = openSync(tmp, 'wx', 0o644);
+    try {
+      writeSync(fd, `${JSON.stringify(me)}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, file);
+    return true;
   } finally {
     try {
       unlinkSync(guard);
