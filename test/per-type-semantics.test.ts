@@ -22,37 +22,11 @@ import { encodeLogsRequest } from '../src/export/otlp-protobuf/object-encoder.js
 import { createSplunkHecEncoder } from '../src/export/splunk-hec/encoder.js';
 import { DirectLogsRequestWriter } from '../src/export/otlp-protobuf/direct-writer.js';
 import { decodeOtlpLogsBody, type ReceivedLogRecord } from './support/otlp-receiver.js';
+import { catalog, mappedThreeWays, OBSERVED, scope, SITE_KEY, TENANT_KEY } from './support/three-path-mapping.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
 import { REPO_ROOT } from './support/cli-process.js';
 
-const catalog = loadCatalog();
-const scope = { name: 'tableau-activity-otel', version: '9.9.9' };
-const OBSERVED = 1_796_000_000_000_000_000n;
-const SITE_KEY = 'tenant=t1/site=s1/eventType=ET/2026/11/29/part-0.json.gz';
-const TENANT_KEY = 'tenant=t1/eventType=ET/2026/11/29/part-0.json.gz';
-
-/** The record mapped the three ways, each decoded from protobuf; all three must be equal. */
-function mapped(eventType: string, family: 'site' | 'tenant', record: Record<string, unknown>): ReceivedLogRecord {
-  const key = (family === 'site' ? SITE_KEY : TENANT_KEY).replace('ET', eventType);
-  const value = { eventTime: '2026-11-29T10:11:12.123Z', ...(family === 'tenant' ? { eventType } : {}), ...record };
-  const ctx = { keyInfo: parseObjectKey(key), uidPrefix: 'abc' };
-  const a = new RecordMapper(catalog, { tenantId: 't1' }).map(value, 1, ctx, OBSERVED);
-  if (!a.ok) throw new Error(a.reason);
-  const viaObjects = decodeOtlpLogsBody(encodeLogsRequest([a.record as MappedLogRecord], scope), 'protobuf');
-  const direct = new DirectLogsRequestWriter(scope);
-  expect(new RecordMapper(catalog, { tenantId: 't1' }).mapDirect(value, 1, ctx, OBSERVED, direct).ok).toBe(true);
-  const viaDirect = decodeOtlpLogsBody(direct.finish()!, 'protobuf');
-  const lines = new DirectLogsRequestWriter(scope);
-  const scanned = new FlatJsonLine();
-  const bytes = Buffer.from(JSON.stringify(value));
-  expect(scanned.scan(bytes, 0, bytes.length)).toBe(true);
-  expect(new RecordMapper(catalog, { tenantId: 't1' }).mapLineDirect(scanned, 1, ctx, OBSERVED, lines).ok).toBe(true);
-  const viaLines = decodeOtlpLogsBody(lines.finish()!, 'protobuf');
-  expect(viaDirect).toEqual(viaObjects);
-  expect(viaLines).toEqual(viaObjects);
-  expect(viaObjects).toHaveLength(1);
-  return viaObjects[0]!;
-}
+const mapped = mappedThreeWays;
 
 describe('per-type semantics, through the protobuf encodings', () => {
   it('the acting user\'s name is user.name on the sign-in types, never a target user\'s', () => {
