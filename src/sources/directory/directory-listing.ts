@@ -47,6 +47,7 @@ export async function listFiles(root: string, wanted: (name: string) => boolean,
       const full = join(dir, e.name);
       const key = prefix + e.name;
       if (!e.isFile() && !e.isDirectory() && !e.isSymbolicLink()) continue;
+      if (e.isFile() && (key.endsWith('.tmp') || !wanted(e.name))) continue; // (no stat for a name not read: a folder of other logs)
       const st = await stat(full).catch(() => null); // follows symlinks
       if (!st) {
         if (e.isSymbolicLink()) log?.debug({ object: key }, 'dangling symlink skipped');

@@ -40,6 +40,12 @@ interface Candidate extends ListedFile {
   head?: FileHead;
 }
 
+/** What a source built on this one (tableau-server) changes: which files are listed. */
+export interface DirectorySourceHooks {
+  /** Lists the files to read (default: every wanted file under the root, listFiles). Keys are relative to the root. */
+  list?(): Promise<ListedFile[]>;
+}
+
 export class DirectorySource implements Source {
   readonly type = 'directory';
   readonly id: string;
@@ -50,7 +56,12 @@ export class DirectorySource implements Source {
   /** Files read to their end as finished at this size (so an unreadable rest is not re-read at every poll). */
   private readonly finishedAt = new Map<string, number>();
 
-  constructor(private readonly config: DirectorySourceConfig, baseDir: string = process.cwd(), log?: Logger) {
+  constructor(
+    private readonly config: DirectorySourceConfig,
+    baseDir: string = process.cwd(),
+    log?: Logger,
+    private readonly hooks: DirectorySourceHooks = {},
+  ) {
     this.root = resolve(baseDir, config.path);
     this.id = directorySourceId(config);
     this.pollIntervalMs = config.pollInterval;
@@ -73,7 +84,7 @@ export class DirectorySource implements Source {
   };
 
   async pending(checkpoint: SourceCheckpoint): Promise<SourceObject[]> {
-    const files: Candidate[] = await listFiles(this.root, this.wanted, this.log);
+    const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log);
     const now = Date.now();
 
     // Bounded state: forget finished files far behind the newest partition.
