@@ -4,6 +4,8 @@
  * `pod=<pod>/siteLuid=<site>/y=YYYY/m=MM/d=DD/h=HH/eventType=<type>/<file>`, possibly under
  * a prefix, and any of these segments may be absent.
  */
+import type { LineForm } from './wrapped-line.js';
+
 export interface ObjectKeyInfo {
   eventType?: string;
   siteLuid?: string;
@@ -11,6 +13,10 @@ export interface ObjectKeyInfo {
   tenantId?: string;
   /** `YYYY-MM-DDTHH` when the key has the y/m/d/h partition segments. */
   partitionHour?: string;
+  /** Resource attributes a source attaches to the object's records. */
+  resource?: Readonly<Record<string, string>>;
+  /** How the object's lines are laid out (set by a source that knows, see wrapped-line.ts); absent: flat. */
+  lineForm?: LineForm;
 }
 
 export function parseObjectKey(key: string): ObjectKeyInfo {
