@@ -4,6 +4,8 @@ import { ATTR_ERROR_TYPE, ATTR_LOG_RECORD_UID } from './semantic-conventions.js'
 export const UNKNOWN_EVENT_TYPE = 'unknown';
 /** Where a record's own field goes when its usual name is already taken on that record. */
 export const RAW_ATTRIBUTE_PREFIX = 'tableau.raw.';
+/** After the attribute prefix: the members of a wrapped line's wrapper (`tableau.server.ts`, `tableau.server.trace_uuid`; decoding/wrapped-line.ts). */
+export const WRAPPER_ATTRIBUTE_INFIX = 'server.';
 export const ATTR_EVENT_TYPE = 'tableau.event_type';
 export const ATTR_EVENT_CATEGORY = 'tableau.event.category';
 export const ATTR_EVENT_ACTION = 'tableau.event.action';

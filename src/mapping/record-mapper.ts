@@ -13,6 +13,7 @@ import type { Catalog, EventTypeEntry } from './catalog.js';
 import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, MappedLogRecord, ResourceDescriptor } from './log-record.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
+import type { WrapperFields } from '../decoding/wrapped-line.js';
 import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { eventTimeParts, fitsUnixNanos, parseEventTimeParts, toUnixNanos } from './event-time.js';
 import { compileTemplate, templateFields, type ValueLookup } from './body-template.js';
@@ -43,7 +44,7 @@ import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, t
 import { OCSF_VERSION } from './mapping-file-schema.js';
 import { activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
 import { ATTR_EVENT_SUB_TYPE, ATTR_IMPERSONATED, ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
-import { ATTR_EVENT_ACTION, ATTR_EVENT_CATEGORY, ATTR_EVENT_TYPE, ATTR_OCSF_ACTIVITY_ID, ATTR_OCSF_CLASS_UID, ATTR_TARGET_GROUP_ID, ATTR_TARGET_ID, ATTR_TARGET_NAME, ATTR_TARGET_TYPE, ATTR_TARGET_USER_ID, RAW_ATTRIBUTE_PREFIX, RESOURCE_TENANT_ID, UNKNOWN_EVENT_TYPE, snakeCase } from './attribute-names.js';
+import { ATTR_EVENT_ACTION, ATTR_EVENT_CATEGORY, ATTR_EVENT_TYPE, ATTR_OCSF_ACTIVITY_ID, ATTR_OCSF_CLASS_UID, ATTR_TARGET_GROUP_ID, ATTR_TARGET_ID, ATTR_TARGET_NAME, ATTR_TARGET_TYPE, ATTR_TARGET_USER_ID, RAW_ATTRIBUTE_PREFIX, RESOURCE_TENANT_ID, UNKNOWN_EVENT_TYPE, WRAPPER_ATTRIBUTE_INFIX, snakeCase } from './attribute-names.js';
 
 export * from './attribute-names.js';
 export * from './record-limits.js';
@@ -54,6 +55,8 @@ export interface ObjectMappingContext {
   keyInfo: ObjectKeyInfo;
   /** Derived from the object's identity (source, key, version); `<uidPrefix>:<line>` is a record's uid. */
   uidPrefix: string;
+  /** The members of the wrapper the record came in (a wrapped line, decoding/wrapped-line.ts): attributes `tableau.server.<snake_case>`. */
+  wrapper?: WrapperFields;
 }
 
 /** What the default body (no template) reads. */
@@ -473,6 +476,7 @@ export class RecordMapper {
     if (plan.target) this.setTarget(sink, plan.target, rec);
     if (errorType !== undefined) sink.set(ATTR_ERROR_TYPE, errorType);
     this.setIdentity(sink, family, rec);
+    if (ctx.wrapper !== undefined) this.setWrapper(sink, ctx.wrapper);
 
     const routes = plan.routes[family];
     const scanned = rec instanceof FlatJsonLine ? rec : undefined;
@@ -582,6 +586,15 @@ export class RecordMapper {
     const actor = rec.get('actorUserLuid');
     if (typeof initiating === 'string' && typeof actor === 'string' && initiating !== '' && actor !== '' && initiating !== actor) {
       sink.set(ATTR_IMPERSONATED, true);
+    }
+  }
+
+  /** A wrapped line's wrapper members (its `ts`, `pid`, `traceUuid`, …): `tableau.server.<snake_case>`, objects and arrays as JSON text. */
+  private setWrapper(sink: AttributeSink, wrapper: WrapperFields): void {
+    for (const [k, v] of wrapper) {
+      const name = `${this.prefix}${WRAPPER_ATTRIBUTE_INFIX}${snakeCase(k)}`;
+      if (sink.has(name)) continue;
+      sink.set(name, typeof v === 'object' && v !== null ? jsonText(v) : (v as AttrValue));
     }
   }
 

@@ -5,7 +5,7 @@
  * what happened (records, dead letters, drops, drift) and the main thread records it.
  */
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
-import { RecordMapper, type MapResult, type SchemaDriftCounters } from '../mapping/record-mapper.js';
+import { RecordMapper, type MapResult, type ObjectMappingContext, type SchemaDriftCounters } from '../mapping/record-mapper.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, tooManyFields } from '../mapping/record-limits.js';
 import type { DirectMapped } from '../mapping/direct-record-writer.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
@@ -13,6 +13,7 @@ import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { DirectLogsRequestWriter } from '../export/otlp-protobuf/direct-writer.js';
 import { FlatJsonLine } from '../decoding/flat-json-line.js';
+import { unwrapLine } from '../decoding/wrapped-line.js';
 import { parseJsonExact } from '../decoding/exact-json.js';
 import { toUnixNanos } from '../mapping/event-time.js';
 import { createEncoder, encodingKey, type EncodeResult, type Encoder, type EncodingSpec } from '../export/encodings.js';
@@ -247,7 +248,15 @@ export class ChunkProcessor {
         deadLetter(segIndex, line, `invalid JSON: ${(err as Error).message}`, lineText);
         return;
       }
-      const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
+      let ctx: ObjectMappingContext = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
+      const form = seg.keyInfo.lineForm;
+      if (form === 'event' || form === 'native') {
+        // a wrapped line (Tableau Server, decoding/wrapped-line.ts): the record inside, the wrapper's members beside it
+        const inner = unwrapLine(value, form);
+        if (!inner.ok) return deadLetter(segIndex, line, inner.reason, lineText);
+        value = inner.record;
+        ctx = { ...ctx, wrapper: inner.wrapper };
+      }
       let result: MapResult | DirectMapped;
       try {
         result = direct ? mapper.mapDirect(value, line, ctx, observed, direct) : mapper.map(value, line, ctx, observed);
@@ -263,7 +272,8 @@ export class ChunkProcessor {
     };
 
     task.segments.forEach((seg, segIndex) => {
-      if (direct) {
+      // (a wrapped line is never a flat record: it goes through JSON.parse and unwrapLine)
+      if (direct && (seg.keyInfo.lineForm === undefined || seg.keyInfo.lineForm === 'flat')) {
         // Lines scanned in their bytes and mapped straight into protobuf; a line the scanner
         // does not take (escapes, nesting, not UTF-8, not JSON) goes through JSON.parse.
         const bytes = Buffer.from(seg.bytes.buffer, seg.bytes.byteOffset, seg.bytes.byteLength);
