@@ -14,8 +14,9 @@ import { directorySource } from './directory/descriptor.js';
 import { tcmSource } from './tcm/descriptor.js';
 import { s3Source } from './s3/descriptor.js';
 import { s3SqsSource } from './s3-sqs/descriptor.js';
+import { tableauServerSource } from './tableau-server/descriptor.js';
 
-export const SOURCE_TYPES = [directorySource, tcmSource, s3Source, s3SqsSource] as const;
+export const SOURCE_TYPES = [directorySource, tcmSource, s3Source, s3SqsSource, tableauServerSource] as const;
 
 /** The tuple of the descriptors' config schemas (what z.discriminatedUnion takes). */
 type ConfigSchemas<T extends readonly unknown[]> = { -readonly [K in keyof T]: T[K] extends { configSchema: infer S } ? S : never };
