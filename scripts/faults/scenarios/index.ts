@@ -12,6 +12,7 @@ import { replay } from './replay.js';
 import { securityOverrides, securityLogs, securityReadyz, securityObjectLimits } from './security-hardening.js';
 import { destination401, destination413 } from './destination-refusals.js';
 import { serverNode } from './server-node.js';
+import { tableauServer } from './tableau-server.js';
 import { tenantRestart, secondDaemon } from './daemon-state.js';
 
 export const SCENARIOS: Scenario[] = [
@@ -39,6 +40,7 @@ export const SCENARIOS: Scenario[] = [
   destination401,
   destination413,
   serverNode,
+  tableauServer,
   tenantRestart,
   secondDaemon,
 ];

@@ -18,8 +18,8 @@ const SITE = 'b3a1c7e0-1111-4a2b-9c3d-000000000001';
 const FOLDERS = ['backgrounder', 'dataserver', 'vizportal', 'vizqlserver'];
 const TYPES = ['hist_access_view', 'login_authentication', 'vizql_http_request', 'add_delete_user_to_group'];
 
-/** One process's log: an open file it appends to, a half line now and then, rotation both ways. */
-class ProcessLog {
+/** One process's log (also the tableau-server scenario's): an open file it appends to, a half line now and then, rotation both ways. */
+export class ProcessLog {
   private fd: number;
   private half = '';
   private rotations = 0;
