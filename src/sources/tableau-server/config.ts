@@ -24,7 +24,7 @@ export const tableauServerSourceConfigSchema = z
       .default([...TABLEAU_SERVER_PROCESSES]),
     /** File names read, a glob (`*` any characters, `?` one); a rotated copy (`name.1`, `name.1.gz`) counts too. */
     filePattern: z.string().min(1).default(TABLEAU_SERVER_FILE_PATTERN),
-    pollInterval: durationSchema.default(5_000),
+    pollInterval: durationSchema.default(2_000),
     /** How each line is laid out; `auto`: per file, from its first line. */
     lineFormat: z.enum(LINE_FORMATS).default('auto'),
     /** Resource `service.name` of the records. */
