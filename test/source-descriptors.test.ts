@@ -38,6 +38,7 @@ function minimalConfigs(): Record<string, Record<string, unknown>> {
     tcm: { type: 'tcm', url: 'http://127.0.0.1:9', tenantId: 'tenant-1', patEnv: 'TCM_PAT' },
     s3: { type: 's3', bucket: 'tao-descriptors', prefix: 'logs', region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, accessKeyIdEnv: 'T_S3_KEY', secretAccessKeyEnv: 'T_S3_SECRET' },
     's3-sqs': { type: 's3-sqs', queueUrl: 'http://127.0.0.1:9/000000000000/q', region: 'us-east-1', accessKeyIdEnv: 'T_S3_KEY', secretAccessKeyEnv: 'T_S3_SECRET' },
+    'tableau-server': { type: 'tableau-server', logsDir: work },
   };
 }
 
@@ -65,6 +66,7 @@ describe('source descriptors', () => {
       tcm: 'tcm:tenant-1:tenant',
       s3: 's3://tao-descriptors/logs/',
       's3-sqs': 's3-sqs:http://127.0.0.1:9/000000000000/q',
+      'tableau-server': `tableau-server:${work}`,
     };
     for (const config of configs) {
       for (const c of [config, { ...config, name: `named-${config.type}` }]) {
@@ -110,8 +112,8 @@ describe('source descriptors', () => {
       }
       console.log('created ' + configs.length);
     `;
-    const ok = await run(process.execPath, ['--input-type=module', '-e', script(['directory', 'tcm'])], { timeout: 60_000 });
-    expect(ok.stdout.trim()).toBe('created 2');
+    const ok = await run(process.execPath, ['--input-type=module', '-e', script(['directory', 'tcm', 'tableau-server'])], { timeout: 60_000 });
+    expect(ok.stdout.trim()).toBe('created 3');
     // the same check fails once a type that needs the SDK is configured: the hook does see it
     await expect(run(process.execPath, ['--input-type=module', '-e', script(['directory', 's3'])], { timeout: 60_000 })).rejects.toThrow(/AWS SDK loaded: @aws-sdk\//);
   });

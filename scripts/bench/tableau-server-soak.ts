@@ -98,6 +98,7 @@ function rssMb(): number {
   }
 }
 
+const maxOf = (xs: number[]): number => xs.reduce((m, x) => (x > m ? x : m), 0);
 const pct = (xs: number[], p: number): number => {
   if (xs.length === 0) return 0;
   const s = [...xs].sort((a, b) => a - b);
@@ -134,7 +135,7 @@ for (let tick = 0; ; tick++) {
   }
   if (tick % 20 === 0) rss.push({ t: elapsed / 1000, mb: rssMb() });
   if (elapsed >= nextRow) {
-    const row = { t: Math.round(elapsed / 1000), written: seq, received: received.size, lagP50: pct(windowLags, 50), lagP99: pct(windowLags, 99), lagMax: Math.max(0, ...windowLags), rssMb: rssMb() };
+    const row = { t: Math.round(elapsed / 1000), written: seq, received: received.size, lagP50: pct(windowLags, 50), lagP99: pct(windowLags, 99), lagMax: maxOf(windowLags), rssMb: rssMb() };
     rows.push(row);
     windowLags = [];
     process.stdout.write(`| ${String(row.t).padStart(7)} | ${String(row.written).padStart(7)} | ${String(row.received).padStart(8)} | ${String(row.lagP50).padStart(12)} | ${String(row.lagP99).padStart(12)} | ${String(row.lagMax).padStart(12)} | ${String(row.rssMb).padStart(8)} |\n`);
@@ -162,10 +163,10 @@ const summary = {
   rotations,
   lagP50: pct(allLags, 50),
   lagP99: pct(allLags, 99),
-  lagMax: Math.max(0, ...allLags),
-  rssEarlyMb: Math.max(0, ...early),
-  rssLateMb: Math.max(0, ...late),
-  rssPeakMb: Math.max(0, ...rss.map((r) => r.mb)),
+  lagMax: maxOf(allLags),
+  rssEarlyMb: maxOf(early),
+  rssLateMb: maxOf(late),
+  rssPeakMb: maxOf(rss.map((r) => r.mb)),
   cores: os.cpus().length,
   node: process.version,
 };

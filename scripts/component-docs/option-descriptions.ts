@@ -40,6 +40,18 @@ export const OPTION_DOCS: Record<string, OptionDocs> = {
     concurrency: { text: 'files opened ahead of the one being read, their first bytes read ahead (files are still processed in order)' },
     finishAfter: { text: 'a last line without a newline is read once its file has not changed for this long **and** a newer file exists in its folder; `0` reads it at once (folders of finished files)' },
   },
+  'source/tableau-server': {
+    name: { text: 'checkpoint key; set it if you move the logs directory but keep the state', default: '`tableau-server:<logsDir>`' },
+    logsDir: { text: "the node's logs directory (relative to the config file)", default: '`/var/opt/tableau/tableau_server/data/tabsvc/logs`; on Windows `%PROGRAMDATA%\\Tableau\\Tableau Server\\data\\tabsvc\\logs`' },
+    processes: { text: 'folders of `logsDir` read (each walked, at any depth); a folder missing on this node is logged once and looked for again at every poll' },
+    filePattern: { text: 'file names read, a glob (`*` any characters, `?` one, case-insensitive); a rotated name (`…log.1`, `…log.1.gz`) counts too. The other logs of the folders are not opened' },
+    pollInterval: { text: 'time between polls: the lag of a record is about this plus a batch' },
+    lineFormat: { text: 'how lines are laid out: `flat` (a site record per line), `event` (the record under `event`), `native` (Tableau\'s log form, the record under `v`); `auto` detects it per file from its first line ([Line forms](#line-forms))' },
+    serviceName: { text: 'resource `service.name` of every record' },
+    hostName: { text: 'resource `host.name` of every record: the node', default: "the machine's host name" },
+    finishAfter: { text: 'a last line without a newline is read once its file has not changed for this long **and** a newer file exists in its folder (as for [`directory`](directory.md#growing-and-rotated-files))' },
+    lookbackHours: { text: 'how long the checkpoint keeps the entry of a file no longer found (a copy of it may still turn up)' },
+  },
   'source/s3': {
     name: { text: 'checkpoint key; set it if you move the bucket or prefix but keep the state', default: '`s3://<bucket>/<prefix>`' },
     bucket: { text: 'bucket name' },
