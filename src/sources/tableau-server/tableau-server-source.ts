@@ -6,8 +6,8 @@
  * Reading is the directory source's (src/sources/directory/): files followed as they grow, an
  * unfinished last line held back, rotation by rename followed to the end of the old file,
  * copy-and-truncate matched by fingerprint, a truncated or replaced file read from its start with
- * a warning, the checkpoint by file identity and byte offset, `log.record.uid` from the file's
- * identity (not its name) and line. This source only chooses the files (the process folders,
+ * a warning, the checkpoint by file identity and byte offset, `log.record.uid` from the node's
+ * host name, the file's identity (not its name) and the line. This source only chooses the files (the process folders,
  * the file pattern: the rest of the logs directory, thousands of other logs, is not walked) and
  * tells the pipeline what it knows about each one (SourceObject.info): the resource
  * (`service.name`, `host.name` of the node, `tableau.server.process`: the folder) and the
@@ -110,6 +110,8 @@ export class TableauServerSource implements Source {
     const out: SourceObject[] = [];
     const seen = new Set<string>();
     for (const obj of objects) {
+      // record ids from the node and the file's identity: two nodes' files never share ids
+      obj.identity = `tableau-server\n${this.host}\n${obj.identity}`;
       const lineForm = await this.lineFormOf(obj, signal);
       if (lineForm === undefined) continue; // no complete line yet
       seen.add(obj.identity);
