@@ -13,7 +13,10 @@ export interface ObjectKeyInfo {
   tenantId?: string;
   /** `YYYY-MM-DDTHH` when the key has the y/m/d/h partition segments. */
   partitionHour?: string;
-  /** Resource attributes a source attaches to the object's records. */
+  /**
+   * Resource attributes the source attaches to the object's records (e.g. `host.name`, or
+   * `service.name` instead of the family's default); set through `SourceObject.info`.
+   */
   resource?: Readonly<Record<string, string>>;
   /** How the object's lines are laid out (set by a source that knows, see wrapped-line.ts); absent: flat. */
   lineForm?: LineForm;

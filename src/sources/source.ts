@@ -29,7 +29,10 @@ export interface SourceObject {
   growing?: boolean;
   /** A local file's identity, kept in its checkpoint entry (see checkpoint-store.ts). */
   file?: FileIdentity;
-  /** What the source knows about the object beyond its key: merged over parseObjectKey(key). */
+  /**
+   * What the source knows of the object's records beyond its key (e.g. Tableau's tenant id,
+   * resource attributes): merged over what the key says (`parseObjectKey`).
+   */
   info?: Partial<ObjectKeyInfo>;
   /**
    * The object's bytes. A read error with `permanent: true` (or a corrupt gzip stream) means the
