@@ -14,6 +14,9 @@ import { startOtlpReceiver, type OtlpReceiver, type ReceivedLogRecord } from './
 import { startCli, type CliProcess } from './support/cli-process.js';
 import { waitFor } from './support/daemon-process.js';
 import { tempDir } from './support/activity-fixtures.js';
+import { TableauServerSource } from '../src/sources/tableau-server/tableau-server-source.js';
+import { tableauServerSourceConfigSchema } from '../src/sources/tableau-server/config.js';
+import type { SourceCheckpoint } from '../src/sources/source-checkpoint.js';
 
 const SITE = 'b3a1c7e0-1111-4a2b-9c3d-000000000001';
 const TENANT = 'node';
@@ -207,4 +210,41 @@ describe('tableau-server source', () => {
     expect(deadLetters(state)).toEqual([]);
     expect(d.child.exitCode).toBeNull();
   }, 180_000);
+});
+
+describe('tableau-server source: what it tells the pipeline about each file', () => {
+  const signal = new AbortController().signal;
+  const sourceOf = (logs: string, hostName: string): TableauServerSource =>
+    new TableauServerSource(tableauServerSourceConfigSchema.parse({ type: 'tableau-server', logsDir: logs, hostName }), { baseDir: logs, env: {} });
+
+  it('node, folder and line form per file; a first line not finished yet waits; record ids stable across restarts, distinct between nodes', async () => {
+    const logs = tempDir('tao-server-info-');
+    for (const f of ['backgrounder', 'vizqlserver']) mkdirSync(join(logs, f)); // (dataserver, vizportal: not on this node)
+    const w = new Writer();
+    writeFileSync(activity(logs, 'backgrounder'), w.lines('backgrounder', 'native', 2));
+    writeFileSync(activity(logs, 'vizqlserver'), w.lines('vizqlserver', 'event', 2));
+    writeFileSync(activity(logs, 'vizqlserver', 'flat'), w.lines('vizqlserver', 'flat', 2));
+    // a first line longer than the fingerprint (1 KiB), its newline not written yet
+    const long = w.line('vizqlserver', 'native').replace('"ts":', `"pad":"${'p'.repeat(2000)}","ts":`);
+    writeFileSync(activity(logs, 'vizqlserver', 'long'), long.slice(0, 1500));
+    writeFileSync(join(logs, 'vizqlserver', 'vizqlserver_0.log'), w.lines('vizqlserver', 'flat', 1)); // not an Activity Log file
+    const infos = async (source: TableauServerSource, checkpoint: SourceCheckpoint = { objects: {} }) =>
+      new Map((await source.pending(checkpoint, signal)).map((o) => [o.key, { info: o.info, identity: o.identity }]));
+    const a = await infos(sourceOf(logs, 'node-a'));
+    const resource = (process: string, host = 'node-a') => ({ 'service.name': 'tableau-server', 'host.name': host, 'tableau.server.process': process });
+    expect([...a.entries()].map(([k, v]) => [k, v.info])).toEqual([
+      ['backgrounder/backgrounder_0-cepp-canonical-events_current.log', { resource: resource('backgrounder'), lineForm: 'native' }],
+      ['vizqlserver/vizqlserver_0-cepp-canonical-events_current.log', { resource: resource('vizqlserver'), lineForm: 'event' }],
+      ['vizqlserver/vizqlserver_0-cepp-canonical-events_flat.log', { resource: resource('vizqlserver'), lineForm: 'flat' }],
+    ]);
+    appendFileSync(activity(logs, 'vizqlserver', 'long'), long.slice(1500));
+    const again = await infos(sourceOf(logs, 'node-a'));
+    expect(again.get('vizqlserver/vizqlserver_0-cepp-canonical-events_long.log')?.info).toEqual({ resource: resource('vizqlserver'), lineForm: 'native' });
+    for (const [k, v] of a) expect(again.get(k)!.identity, k).toBe(v.identity); // a restart: the same ids
+    const b = await infos(sourceOf(logs, 'node-b'));
+    for (const [k, v] of a) {
+      expect(b.get(k)!.identity, k).not.toBe(v.identity);
+      expect(b.get(k)!.info?.resource?.['host.name']).toBe('node-b');
+    }
+  });
 });
