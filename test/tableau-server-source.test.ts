@@ -11,7 +11,7 @@ import { describe, it, expect, afterEach } from 'vitest';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedLogRecord } from './support/otlp-receiver.js';
-import { startCli, type CliProcess } from './support/cli-process.js';
+import { runCli, startCli, type CliProcess } from './support/cli-process.js';
 import { waitFor } from './support/daemon-process.js';
 import { tempDir } from './support/activity-fixtures.js';
 import { TableauServerSource } from '../src/sources/tableau-server/tableau-server-source.js';
@@ -247,4 +247,42 @@ describe('tableau-server source: what it tells the pipeline about each file', ()
       expect(b.get(k)!.info?.resource?.['host.name']).toBe('node-b');
     }
   });
+});
+
+describe('tableau-server source: replay', () => {
+  it('a wrapped file’s records a destination rejected are replayed as they would have been sent: unwrapped, wrapper attributes, node and folder', async () => {
+    receiver = await startOtlpReceiver();
+    const backup = await startOtlpReceiver();
+    try {
+      const host = 'node-r';
+      const { logs, state, config } = setup({ host, batchSize: 10 });
+      // a second destination that accepts everything: what the replay must match
+      writeFileSync(config, readFileSync(config, 'utf8').replace('destinations: [ {', `destinations: [ { type: otlp, name: backup, endpoint: ${JSON.stringify(backup.url)} }, { name: main, `));
+      const w = new Writer();
+      writeFileSync(activity(logs, 'vizqlserver'), w.lines('vizqlserver', 'event', 10));
+      writeFileSync(activity(logs, 'backgrounder'), w.lines('backgrounder', 'native', 10));
+      const refused = (r: ReceivedLogRecord): boolean => seqOf(r) % 4 === 1;
+      receiver.rejectRecords(refused, 400, 'invalid request');
+      const run = await runCli(['run', '--once', '--config', config]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(backup.records().length).toBe(20);
+      expect(receiver.records().length).toBe(15);
+      receiver.rejectRecords(null);
+      const replay = await runCli(['replay', '--config', config]);
+      expect(replay.code, replay.stdout + replay.stderr).toBe(0);
+      expect(new Set(seqs(receiver))).toEqual(new Set(w.written));
+      const sent = new Map(backup.records().map((r) => [seqOf(r), r]));
+      const replayed = receiver.records().filter(refused);
+      expect(replayed.length).toBe(5);
+      for (const r of replayed) {
+        expect(r.attributes).toEqual(sent.get(seqOf(r))!.attributes);
+        expect(r.resource).toEqual(sent.get(seqOf(r))!.resource);
+        expect(r.resource['tableau.server.process']).toBe(w.folderOf.get(seqOf(r)));
+      }
+      expect(replayed.some((r) => typeof r.attributes['tableau.server.trace_uuid'] === 'string')).toBe(true);
+      expect(replayed.some((r) => r.attributes['tableau.server.k'] === 'cepp')).toBe(true);
+    } finally {
+      await backup.close();
+    }
+  }, 120_000);
 });
