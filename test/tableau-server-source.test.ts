@@ -150,7 +150,7 @@ describe('tableau-server source', () => {
     expect(Object.keys(byFolder('dataserver')!.attributes).filter((k) => k.startsWith('tableau.server.'))).toEqual([]);
     // the event type is the record's own: the key has no eventType= segment
     expect(new Set(receiver.records().map((r) => r.eventName))).toEqual(new Set(TYPES.map((t) => `tableau.${t}`)));
-    const dl = deadLetters(state);
+    const dl = await waitFor('the dead letter', () => deadLetters(state).length > 0 && deadLetters(state), 30_000);
     expect(dl.map((x) => [x.object, x.line])).toEqual([['backgrounder/backgrounder_0-cepp-canonical-events_current.log', 21]]);
     expect(String(dl[0]!.reason)).toMatch(/no member "v": not of the native form/);
     // a line added later is followed
@@ -161,7 +161,7 @@ describe('tableau-server source', () => {
 
   it('while it runs: a half-written line finished later, rotation by rename and by copytruncate, kill -9 mid-file; every record once but the batches in flight', async () => {
     receiver = await startOtlpReceiver();
-    receiver.setDelay(30); // answers take a while: the kill cuts requests in flight
+    receiver.setDelay(50); // answers take a while: the kill cuts requests in flight
     const host = 'node-b';
     const BATCH = 20;
     const IN_FLIGHT = 2;
@@ -197,7 +197,7 @@ describe('tableau-server source', () => {
 
     // a big write in every folder, kill -9 once part of it is delivered, start again while the writer goes on
     const before = receiver.records().length;
-    for (const f of FOLDERS) appendFileSync(activity(logs, f), w.lines(f, forms[f]!, 150));
+    for (const f of FOLDERS) appendFileSync(activity(logs, f), w.lines(f, forms[f]!, 250));
     await waitFor('part of the big write delivered', () => receiver!.records().length > before + 3 * BATCH, 60_000, 5);
     d.child.kill('SIGKILL');
     await d.exited;

@@ -58,6 +58,10 @@ describe('line forms', () => {
     expect(lineFormOf(records[0])).toBe('flat');
     expect(lineFormOf(wrapped('event', records[0]!, 0))).toBe('event');
     expect(lineFormOf(wrapped('native', records[0]!, 0))).toBe('native');
+    // a wrapper's own `eventType` does not make it flat; a record's `eventTime` does
+    expect(lineFormOf({ eventType: 'cepp', event: records[0] })).toBe('event');
+    expect(lineFormOf({ ...records[0], event: { a: 1 } })).toBe('flat');
+    expect(lineFormOf({ eventType: 'hist_access_view' })).toBe('flat');
     expect(lineFormOf({ event: 'login' })).toBeUndefined();
     expect(lineFormOf({ v: [1] })).toBeUndefined();
     expect(lineFormOf([records[0]])).toBeUndefined();

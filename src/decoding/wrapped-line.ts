@@ -28,15 +28,17 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * The form of a parsed line: `flat` when it carries the record's own `eventTime` or
- * `eventType`; `event` when its `event` member is an object; `native` when its `v` member is;
- * undefined when it is none of them (not an object, or an object without a record).
+ * The form of a parsed line: `flat` when it carries a record's own `eventTime`; else `event`
+ * when its `event` member is an object, `native` when its `v` member is; else `flat` when it has
+ * an `eventType` (a record without its time); undefined when it is none of them (not an object,
+ * or an object without a record).
  */
 export function lineFormOf(value: unknown): LineForm | undefined {
   if (!isPlainObject(value)) return undefined;
-  if (Object.hasOwn(value, 'eventTime') || Object.hasOwn(value, 'eventType')) return 'flat';
+  if (Object.hasOwn(value, 'eventTime')) return 'flat';
   if (isPlainObject(value.event)) return 'event';
   if (isPlainObject(value.v)) return 'native';
+  if (Object.hasOwn(value, 'eventType')) return 'flat';
   return undefined;
 }
 
