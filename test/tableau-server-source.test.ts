@@ -241,6 +241,9 @@ describe('tableau-server source: what it tells the pipeline about each file', ()
     const again = await infos(sourceOf(logs, 'node-a'));
     expect(again.get('vizqlserver/vizqlserver_0-cepp-canonical-events_long.log')?.info).toEqual({ resource: resource('vizqlserver'), lineForm: 'native' });
     for (const [k, v] of a) expect(again.get(k)!.identity, k).toBe(v.identity); // a restart: the same ids
+    // lineFormat set: every file in that form, whatever its first line
+    const forced = new TableauServerSource(tableauServerSourceConfigSchema.parse({ type: 'tableau-server', logsDir: logs, hostName: 'node-a', lineFormat: 'event' }), { baseDir: logs, env: {} });
+    expect(new Set([...(await infos(forced)).values()].map((v) => v.info?.lineForm))).toEqual(new Set(['event']));
     const b = await infos(sourceOf(logs, 'node-b'));
     for (const [k, v] of a) {
       expect(b.get(k)!.identity, k).not.toBe(v.identity);
