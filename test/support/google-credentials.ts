@@ -59,3 +59,33 @@ export function writeWorkloadIdentityConfig(dir: string, tokenUrl: string, subje
   );
   return { configFile, subjectTokenFile };
 }
+
+/**
+ * A tripwire for traffic google-auth-library (gaxios) would send off 127.0.0.1: gaxios honours
+ * HTTPS_PROXY/HTTP_PROXY (NO_PROXY lists the loopback the stand-ins are on), so a run with
+ * `tripwire.env` sends any other request here, where it is recorded and refused.
+ */
+export async function startProxyTripwire(): Promise<{ env: Record<string, string>; seen: string[]; close(): Promise<void> }> {
+  const { default: http } = await import('node:http');
+  const seen: string[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    res.writeHead(403).end();
+  });
+  server.on('connect', (req, socket) => {
+    seen.push(`CONNECT ${req.url}`);
+    socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  const proxy = `http://127.0.0.1:${port}`;
+  return {
+    env: { HTTPS_PROXY: proxy, HTTP_PROXY: proxy, https_proxy: proxy, http_proxy: proxy, NO_PROXY: '127.0.0.1', no_proxy: '127.0.0.1' },
+    seen,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}

@@ -34,7 +34,7 @@ export class GoogleSecOpsDestination implements Destination {
     const who = `google-secops destination ${this.name}`;
     this.url = secOpsImportUrl(config);
     this.encoding = googleSecOpsEncodingSpec(config);
-    this.auth = new GoogleSecOpsAuth(credentialSource(config, ctx.env, ctx.baseDir, who), this.url, config.selfSignedJwt);
+    this.auth = new GoogleSecOpsAuth(credentialSource(config, ctx.env, ctx.baseDir, who), this.url, config.selfSignedJwt, config.project);
     const log = ctx.log ?? silentLogger();
     this.transport = new DestinationHttpTransport(resolveHttpSettings(config, { log }), ctx.baseDir, this.auth, SECOPS_DEFAULT_TIMEOUT_MS);
     this.headers = {

@@ -128,6 +128,8 @@ export class GoogleSecOpsAuth implements HttpAuth {
     /** The ingestion URL the token is for (a self-signed JWT's audience when no scope is used). */
     private readonly audience: URL,
     private readonly selfSignedJwt: boolean,
+    /** The SecOps instance's project (the config's `project`). */
+    private readonly projectId: string,
   ) {
     this.fixed = [];
     if (source.kind === 'token') this.fixed.push(source.token);
@@ -140,7 +142,9 @@ export class GoogleSecOpsAuth implements HttpAuth {
   }
 
   private createClient(): Promise<AuthClient> {
-    const auth = this.source.kind === 'json' ? new GoogleAuth({ credentials: this.source.json as never, scopes: [CHRONICLE_SCOPE] }) : new GoogleAuth({ scopes: [CHRONICLE_SCOPE] });
+    // projectId given: the library never looks it up (for a workload identity config it would ask cloudresourcemanager.googleapis.com)
+    const options = { scopes: [CHRONICLE_SCOPE], projectId: this.projectId };
+    const auth = this.source.kind === 'json' ? new GoogleAuth({ ...options, credentials: this.source.json as never }) : new GoogleAuth(options);
     // GoogleAuth hands this to the JWT client of a service-account key: it signs a JWT with the scope itself, no token endpoint
     if (this.selfSignedJwt) auth.useJWTAccessWithScope = true;
     return auth.getClient();
