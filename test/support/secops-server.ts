@@ -67,6 +67,8 @@ export interface SecOpsServer {
   respondNext(...responses: QueuedResponse[]): void;
   setVerifier(v: TokenVerifier): void;
   setMaxPayloadBytes(bytes: number | null): void;
+  /** Make every request wait this long before it is answered (0: off). */
+  setDelay(ms: number): void;
   /** Answer 400 to a request holding a log whose record matches (null: off). */
   rejectLogs(match: ((record: Record<string, unknown>) => boolean) | null): void;
   close(): Promise<void>;
@@ -83,98 +85,99 @@ export async function startSecOpsServer(options: { verify: TokenVerifier; tls?: 
   const queue: QueuedResponse[] = [];
   let verifier = options.verify;
   let maxPayloadBytes: number | null = null;
+  let delayMs = 0;
   let rejectMatch: ((record: Record<string, unknown>) => boolean) | null = null;
 
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const wire = Buffer.concat(chunks);
-      const path = req.url ?? '/';
-      const record: SecOpsRequest = { status: 0, path, headers: req.headers, authorization: req.headers.authorization, wireBytes: wire.length, rawBytes: 0, logs: 0 };
-      requests.push(record);
-      const answer = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
-        record.status = status;
-        res.writeHead(status, { 'Content-Type': 'application/json; charset=UTF-8', ...headers });
-        res.end(typeof body === 'string' ? body : JSON.stringify(body));
-      };
-      const bad = (status: number, message: string): void => {
-        problems.push(message);
-        answer(status, googleError(status, status === 413 ? 'RESOURCE_EXHAUSTED' : 'INVALID_ARGUMENT', message));
-      };
-      const m = /^\/(v1alpha|v1beta)\/(projects\/[^/]+\/locations\/[^/]+\/instances\/[^/]+\/logTypes\/([A-Z0-9_]+))\/logs:import$/.exec(path);
-      if (req.method !== 'POST' || !m) return answer(404, googleError(404, 'NOT_FOUND', `no such method: ${req.method} ${path}`));
-      const auth = req.headers.authorization;
-      const token = auth?.startsWith('Bearer ') ? auth.slice(7) : undefined;
-      const authProblem = token === undefined ? 'no bearer token' : verifier(token);
-      if (authProblem !== undefined) {
-        record.authProblem = authProblem;
-        return answer(401, googleError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.'));
-      }
-      let raw: Buffer;
-      try {
-        raw = req.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(wire) : wire;
-      } catch {
-        return bad(400, 'cannot decompress the payload');
-      }
-      record.rawBytes = raw.length;
-      if (raw.length > SECOPS_MAX_BYTES) return bad(413, `request of ${raw.length} bytes exceeds ${SECOPS_MAX_BYTES}`);
-      if (maxPayloadBytes !== null && raw.length > maxPayloadBytes) return bad(413, `request of ${raw.length} bytes exceeds ${maxPayloadBytes}`);
-      const injected = queue.shift();
-      if (injected) return answer(injected.status, injected.body ?? googleError(injected.status, 'INJECTED', 'injected'), injected.headers);
+    req.on('end', () => setTimeout(() => handle(req, res, Buffer.concat(chunks)), delayMs));
+  };
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse, wire: Buffer): void => {
+    const path = req.url ?? '/';
+    const record: SecOpsRequest = { status: 0, path, headers: req.headers, authorization: req.headers.authorization, wireBytes: wire.length, rawBytes: 0, logs: 0 };
+    requests.push(record);
+    const answer = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
+      record.status = status;
+      res.writeHead(status, { 'Content-Type': 'application/json; charset=UTF-8', ...headers });
+      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+    };
+    const bad = (status: number, message: string): void => {
+      problems.push(message);
+      answer(status, googleError(status, status === 413 ? 'RESOURCE_EXHAUSTED' : 'INVALID_ARGUMENT', message));
+    };
+    const m = /^\/(v1alpha|v1beta)\/(projects\/[^/]+\/locations\/[^/]+\/instances\/[^/]+\/logTypes\/([A-Z0-9_]+))\/logs:import$/.exec(path);
+    if (req.method !== 'POST' || !m) return answer(404, googleError(404, 'NOT_FOUND', `no such method: ${req.method} ${path}`));
+    const auth = req.headers.authorization;
+    const token = auth?.startsWith('Bearer ') ? auth.slice(7) : undefined;
+    const authProblem = token === undefined ? 'no bearer token' : verifier(token);
+    if (authProblem !== undefined) {
+      record.authProblem = authProblem;
+      return answer(401, googleError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.'));
+    }
+    let raw: Buffer;
+    try {
+      raw = req.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(wire) : wire;
+    } catch {
+      return bad(400, 'cannot decompress the payload');
+    }
+    record.rawBytes = raw.length;
+    if (raw.length > SECOPS_MAX_BYTES) return bad(413, `request of ${raw.length} bytes exceeds ${SECOPS_MAX_BYTES}`);
+    if (maxPayloadBytes !== null && raw.length > maxPayloadBytes) return bad(413, `request of ${raw.length} bytes exceeds ${maxPayloadBytes}`);
+    const injected = queue.shift();
+    if (injected) return answer(injected.status, injected.body ?? googleError(injected.status, 'INJECTED', 'injected'), injected.headers);
 
-      let body: { inlineSource?: { logs?: unknown; forwarder?: unknown } };
+    let body: { inlineSource?: { logs?: unknown; forwarder?: unknown } };
+    try {
+      body = JSON.parse(raw.toString('utf8')) as typeof body;
+    } catch {
+      return bad(400, 'body is not JSON');
+    }
+    const src = body.inlineSource;
+    if (!src || typeof src !== 'object' || !Array.isArray(src.logs) || src.logs.length === 0) return bad(400, 'inlineSource.logs is required');
+    if (src.logs.length > SECOPS_MAX_LOGS) return bad(400, `${src.logs.length} logs exceed ${SECOPS_MAX_LOGS}`);
+    if (src.forwarder !== undefined && typeof src.forwarder !== 'string') return bad(400, 'forwarder is not a string');
+    const extra = Object.keys(body).filter((k) => k !== 'inlineSource' && k !== 'hint');
+    if (extra.length > 0) return bad(400, `unknown fields ${extra.join(', ')}`);
+    const accepted: ImportedLog[] = [];
+    for (const l of src.logs as Array<Record<string, unknown>>) {
+      const known = new Set(['data', 'logEntryTime', 'collectionTime', 'environmentNamespace', 'labels', 'additionals']);
+      const unknown = Object.keys(l).filter((k) => !known.has(k));
+      if (unknown.length > 0) return bad(400, `unknown log fields ${unknown.join(', ')}`);
+      if (typeof l.data !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(l.data)) return bad(400, 'data is not base64');
+      if (typeof l.logEntryTime !== 'string' || !RFC3339.test(l.logEntryTime)) return bad(400, `logEntryTime ${String(l.logEntryTime)} is not RFC 3339`);
+      if (typeof l.collectionTime !== 'string' || !RFC3339.test(l.collectionTime)) return bad(400, `collectionTime ${String(l.collectionTime)} is not RFC 3339`);
+      if (Date.parse(l.collectionTime) < Date.parse(l.logEntryTime)) return bad(400, 'collectionTime must be after logEntryTime');
+      if (l.environmentNamespace !== undefined && typeof l.environmentNamespace !== 'string') return bad(400, 'environmentNamespace is not a string');
+      if (l.labels !== undefined) {
+        if (typeof l.labels !== 'object' || l.labels === null) return bad(400, 'labels is not a map');
+        for (const [k, v] of Object.entries(l.labels as Record<string, unknown>)) {
+          if (typeof v !== 'object' || v === null || typeof (v as { value?: unknown }).value !== 'string') return bad(400, `label ${k} has no string value`);
+        }
+      }
+      const dataText = Buffer.from(l.data, 'base64').toString('utf8');
+      let parsed: Record<string, unknown>;
       try {
-        body = JSON.parse(raw.toString('utf8')) as typeof body;
+        parsed = JSON.parse(dataText) as Record<string, unknown>;
       } catch {
-        return bad(400, 'body is not JSON');
+        return bad(400, 'a log is not JSON (this log type takes JSON)');
       }
-      const src = body.inlineSource;
-      if (!src || typeof src !== 'object' || !Array.isArray(src.logs) || src.logs.length === 0) return bad(400, 'inlineSource.logs is required');
-      if (src.logs.length > SECOPS_MAX_LOGS) return bad(400, `${src.logs.length} logs exceed ${SECOPS_MAX_LOGS}`);
-      if (src.forwarder !== undefined && typeof src.forwarder !== 'string') return bad(400, 'forwarder is not a string');
-      const extra = Object.keys(body).filter((k) => k !== 'inlineSource' && k !== 'hint');
-      if (extra.length > 0) return bad(400, `unknown fields ${extra.join(', ')}`);
-      const accepted: ImportedLog[] = [];
-      for (const l of src.logs as Array<Record<string, unknown>>) {
-        const known = new Set(['data', 'logEntryTime', 'collectionTime', 'environmentNamespace', 'labels', 'additionals']);
-        const unknown = Object.keys(l).filter((k) => !known.has(k));
-        if (unknown.length > 0) return bad(400, `unknown log fields ${unknown.join(', ')}`);
-        if (typeof l.data !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(l.data)) return bad(400, 'data is not base64');
-        if (typeof l.logEntryTime !== 'string' || !RFC3339.test(l.logEntryTime)) return bad(400, `logEntryTime ${String(l.logEntryTime)} is not RFC 3339`);
-        if (typeof l.collectionTime !== 'string' || !RFC3339.test(l.collectionTime)) return bad(400, `collectionTime ${String(l.collectionTime)} is not RFC 3339`);
-        if (Date.parse(l.collectionTime) < Date.parse(l.logEntryTime)) return bad(400, 'collectionTime must be after logEntryTime');
-        if (l.environmentNamespace !== undefined && typeof l.environmentNamespace !== 'string') return bad(400, 'environmentNamespace is not a string');
-        if (l.labels !== undefined) {
-          if (typeof l.labels !== 'object' || l.labels === null) return bad(400, 'labels is not a map');
-          for (const [k, v] of Object.entries(l.labels as Record<string, unknown>)) {
-            if (typeof v !== 'object' || v === null || typeof (v as { value?: unknown }).value !== 'string') return bad(400, `label ${k} has no string value`);
-          }
-        }
-        const dataText = Buffer.from(l.data, 'base64').toString('utf8');
-        let parsed: Record<string, unknown>;
-        try {
-          parsed = JSON.parse(dataText) as Record<string, unknown>;
-        } catch {
-          return bad(400, 'a log is not JSON (this log type takes JSON)');
-        }
-        if (rejectMatch?.(parsed)) return bad(400, 'a log is refused');
-        accepted.push({
-          record: parsed,
-          dataText,
-          logEntryTime: l.logEntryTime,
-          collectionTime: l.collectionTime,
-          ...(typeof l.environmentNamespace === 'string' ? { environmentNamespace: l.environmentNamespace } : {}),
-          ...(l.labels !== undefined ? { labels: l.labels as Record<string, { value: string }> } : {}),
-          logType: m[3]!,
-          parent: m[2]!,
-        });
-      }
-      record.logs = accepted.length;
-      if (typeof src.forwarder === 'string') record.forwarder = src.forwarder;
-      logs.push(...accepted);
-      answer(200, {});
-    });
+      if (rejectMatch?.(parsed)) return bad(400, 'a log is refused');
+      accepted.push({
+        record: parsed,
+        dataText,
+        logEntryTime: l.logEntryTime,
+        collectionTime: l.collectionTime,
+        ...(typeof l.environmentNamespace === 'string' ? { environmentNamespace: l.environmentNamespace } : {}),
+        ...(l.labels !== undefined ? { labels: l.labels as Record<string, { value: string }> } : {}),
+        logType: m[3]!,
+        parent: m[2]!,
+      });
+    }
+    record.logs = accepted.length;
+    if (typeof src.forwarder === 'string') record.forwarder = src.forwarder;
+    logs.push(...accepted);
+    answer(200, {});
   };
 
   const local = await listenLocal(handler, options.tls);
@@ -189,6 +192,9 @@ export async function startSecOpsServer(options: { verify: TokenVerifier; tls?: 
     },
     setMaxPayloadBytes: (n) => {
       maxPayloadBytes = n;
+    },
+    setDelay: (ms) => {
+      delayMs = ms;
     },
     rejectLogs: (mm) => {
       rejectMatch = mm;
