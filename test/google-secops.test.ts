@@ -321,3 +321,20 @@ describe('google-secops destination against the ingestion stand-in', () => {
     expect(attempt({ credentialsFile: configFile, selfSignedJwt: true })).toMatch(/selfSignedJwt needs a service-account key, credentialsFile .* is external_account/);
   });
 });
+
+describe('google-secops security warnings', () => {
+  it('an endpoint over plain http to another host is warned about (a bearer token travels in every request); loopback and https are not', async () => {
+    const { securityWarnings } = await import('../src/daemon/security-warnings.js');
+    const { configSchema } = await import('../src/daemon/config.js');
+    const config = (endpoint: string): ReturnType<typeof configSchema.parse> =>
+      configSchema.parse({
+        tenants: [{ id: 'acme', sources: [{ type: 'directory', path: '/tmp/x' }], destinations: [{ type: 'google-secops', endpoint, project: 'p', location: 'us', instance: INSTANCE, logType: 'TABLEAU_ACTIVITY' }] }],
+      });
+    const warned = securityWarnings(config('http://chronicle-proxy.internal:8080'), {});
+    expect(warned).toHaveLength(1);
+    expect(warned[0]!.msg).toMatch(/plain http/);
+    expect(warned[0]!.fields).toMatchObject({ tenant: 'acme', destination: 'google-secops', url: 'http://chronicle-proxy.internal:8080' });
+    expect(securityWarnings(config('http://127.0.0.1:8080'), {})).toEqual([]);
+    expect(securityWarnings(config('https://chronicle.us.rep.googleapis.com'), {})).toEqual([]);
+  });
+});
