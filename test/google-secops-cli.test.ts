@@ -119,6 +119,12 @@ describe('run --once → google-secops', () => {
     expect(server.logs.some((l) => l.record.outcome === 'failure')).toBe(true);
     const tokens = [...new Set(server.requests.map((r) => r.authorization!.slice(7)))];
     expectSecretsNowhere([...tokens, ...pemBodyLines(key.privateKeyPem)], work, res);
+    // the SecOps token went to SecOps only, not to the other destination of the fan-out
+    expect(otlp.requests.length).toBeGreaterThan(0);
+    for (const r of otlp.requests) {
+      expect(r.headers.authorization).toBeUndefined();
+      for (const t of tokens) expect(JSON.stringify(r.headers)).not.toContain(t);
+    }
   });
 
   it('workload identity through Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS → external_account): the subject token is exchanged once at the STS stand-in, its token used for every request', async () => {
