@@ -2,14 +2,15 @@
  * `type: google-secops` end to end: the real CLI sends a fixture tree to the SecOps ingestion
  * stand-in (test/support/secops-server.ts) with google-auth-library credentials (a service-account
  * key file with self-signed JWTs; workload identity federation through Application Default
- * Credentials and the STS stand-in), next to an OTLP receiver (fan-out): every record once in
+ * Credentials and the STS stand-in), next to an OTLP receiver (fan-out), and per tenant (two
+ * tenants, two instances, two service accounts): every record once in
  * both; 429/503 retried, 413 split until the log too big alone is found; refused credentials hold
  * the pipeline (exit 1 with --once, nothing dead-lettered); no key or token anywhere.
  */
 import { describe, it, expect, afterEach, beforeAll } from 'vitest';
 import { readFileSync, readdirSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSecOpsServer, selfSignedJwtVerifier, type SecOpsServer, type ImportedLog } from './support/secops-server.js';
+import { startSecOpsServer, selfSignedJwtVerifier, decodeJwt, type SecOpsServer, type ImportedLog } from './support/secops-server.js';
 import { startStsServer } from './support/google-sts-server.js';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { CHRONICLE_SCOPE, makeServiceAccountKey, pemBodyLines, startProxyTripwire, TEST_SA_EMAIL, TEST_SA_KEY_ID, WIF_AUDIENCE, writeWorkloadIdentityConfig, type ServiceAccountKey } from './support/google-credentials.js';
@@ -125,6 +126,42 @@ describe('run --once → google-secops', () => {
       expect(r.headers.authorization).toBeUndefined();
       for (const t of tokens) expect(JSON.stringify(r.headers)).not.toContain(t);
     }
+  });
+
+  it("per tenant: two tenants, each with its own instance and service account; each tenant's records reach only its instance, signed by its own key", async () => {
+    const keyB = makeServiceAccountKey('tao-secops-tenant-b@other-project.iam.gserviceaccount.com', 'b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0');
+    const verifyA = selfSignedJwtVerifier({ publicKeyPem: key.publicKeyPem, email: TEST_SA_EMAIL, keyId: TEST_SA_KEY_ID, scope: CHRONICLE_SCOPE });
+    const verifyB = selfSignedJwtVerifier({ publicKeyPem: keyB.publicKeyPem, email: keyB.json.client_email!, keyId: keyB.json.private_key_id!, scope: CHRONICLE_SCOPE });
+    const server = await startSecOpsServer({ verify: (t) => (verifyA(t) === undefined || verifyB(t) === undefined ? undefined : `A: ${verifyA(t)}, B: ${verifyB(t)}`) });
+    servers.push(server);
+    const work = tempDir();
+    writeFileSync(join(work, 'sa-a.json'), key.text);
+    writeFileSync(join(work, 'sa-b.json'), keyB.text);
+    const a = writeFixtureTree(join(work, 'logs-a'), 2, 150);
+    const b = writeFixtureTree(join(work, 'logs-b'), 2, 150, 100_000);
+    const INSTANCE_B = '0b0b0b0b-0000-4000-8000-00000000000b';
+    const tenant = (id: string, logs: string, instance: string, keyFile: string): string[] => [
+      `  - id: ${id}`,
+      `    sources: [ { type: directory, path: ${JSON.stringify(join(work, logs))} } ]`,
+      `    destinations: ${JSON.stringify([{ ...destination(server), instance, credentialsFile: keyFile, selfSignedJwt: true }])}`,
+    ];
+    const config = join(work, 'config.yaml');
+    writeFileSync(config, [`state: { dir: ${JSON.stringify(join(work, 'state'))} }`, 'tenants:', ...tenant('acme', 'logs-a', INSTANCE, 'sa-a.json'), ...tenant('globex', 'logs-b', INSTANCE_B, 'sa-b.json')].join('\n'));
+    const res = await run(config);
+    expect(res.code, res.stderr).toBe(0);
+    expect(server.problems).toEqual([]);
+    expect(server.logs).toHaveLength(a.records.length + b.records.length);
+    const kidOf = (authorization: string | undefined): unknown => decodeJwt(authorization!.slice(7))!.header.kid;
+    for (const r of server.requests) {
+      expect(r.status).toBe(200);
+      expect(kidOf(r.authorization)).toBe(r.path.includes(INSTANCE_B) ? keyB.json.private_key_id : TEST_SA_KEY_ID);
+    }
+    for (const l of server.logs) {
+      const tenantId = (l.record.resource as Record<string, unknown>)['tableau.tenant.id'];
+      expect(l.parent.includes(INSTANCE_B) ? 'globex' : 'acme').toBe(tenantId);
+      expect(seqOf(l) >= 100_000 ? 'globex' : 'acme').toBe(tenantId);
+    }
+    expect(countBySeq(server.logs.map(seqOf)).size).toBe(600);
   });
 
   it('workload identity through Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS → external_account): the subject token is exchanged once at the STS stand-in, its token used for every request', async () => {

@@ -19,7 +19,7 @@ export interface ServiceAccountKey {
   publicKeyPem: string;
 }
 
-export function makeServiceAccountKey(): ServiceAccountKey {
+export function makeServiceAccountKey(email = TEST_SA_EMAIL, keyId = TEST_SA_KEY_ID): ServiceAccountKey {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', {
     modulusLength: 2048,
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
@@ -28,9 +28,9 @@ export function makeServiceAccountKey(): ServiceAccountKey {
   const json = {
     type: 'service_account',
     project_id: 'test-project',
-    private_key_id: TEST_SA_KEY_ID,
+    private_key_id: keyId,
     private_key: privateKey,
-    client_email: TEST_SA_EMAIL,
+    client_email: email,
     client_id: '100000000000000000001',
     token_uri: 'https://oauth2.googleapis.com/token',
   };
