@@ -2,10 +2,10 @@
  * `type: google-secops` end to end: the real CLI sends a fixture tree to the SecOps ingestion
  * stand-in (test/support/secops-server.ts) with google-auth-library credentials (a service-account
  * key file with self-signed JWTs; workload identity federation through Application Default
- * Credentials and the STS stand-in), next to an OTLP receiver (fan-out), and per tenant (two
- * tenants, two instances, two service accounts): every record once in
- * both; 429/503 retried, 413 split until the log too big alone is found; refused credentials hold
- * the pipeline (exit 1 with --once, nothing dead-lettered); no key or token anywhere.
+ * Credentials and the STS stand-in), next to an OTLP receiver (fan-out): every record once in
+ * both; per tenant (two tenants, two instances, two service accounts); 429/503 retried, 413 split
+ * until the log too big alone is found; refused credentials hold the pipeline (exit 1 with
+ * --once, nothing dead-lettered); no key or token anywhere.
  */
 import { describe, it, expect, afterEach, beforeAll } from 'vitest';
 import { readFileSync, readdirSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
