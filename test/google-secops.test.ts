@@ -278,7 +278,7 @@ describe('google-secops destination against the ingestion stand-in', () => {
     expect(server.requests).toHaveLength(0);
   }, 60_000);
 
-  it('429 with Retry-After and 503 are retries; 413 and 400 blame the content with Google\'s message; 403 (no logs.import permission) holds', async () => {
+  it("429 with Retry-After and 503 are retries; 413 and 400 INVALID_ARGUMENT blame the content with Google's message; 403 (no logs.import permission) and a 400 NOT_FOUND / FAILED_PRECONDITION hold", async () => {
     const server = await secops();
     const d = build(server.url, { credentialsEnv: 'SA_JSON', selfSignedJwt: true }, { SA_JSON: key.text });
     const payload = bodyFor(d);
@@ -295,6 +295,14 @@ describe('google-secops destination against the ingestion stand-in', () => {
     server.setMaxPayloadBytes(null);
     server.rejectLogs((r) => (r.attributes as Record<string, unknown>)['user.id'] === 'u2');
     expect(await d.send(payload, 3, signal)).toMatchObject({ kind: 'rejected', status: 400, reason: 'HTTP 400: INVALID_ARGUMENT: a log is refused' });
+    server.rejectLogs(null);
+    // a 400 that blames the target, not the logs (an unknown log type): held, never dead-lettered
+    server.respondNext(
+      { status: 400, body: { error: { code: 400, message: 'Log type TABLEAU_ACTIVITY not found', status: 'NOT_FOUND' } } },
+      { status: 400, body: { error: { code: 400, message: 'instance is not ready', status: 'FAILED_PRECONDITION' } } },
+    );
+    expect(await d.send(payload, 3, signal)).toMatchObject({ kind: 'hold', status: 400, reason: expect.stringMatching(/^HTTP 400: NOT_FOUND: Log type TABLEAU_ACTIVITY not found \(the project, location, instance or logType is wrong/) });
+    expect(await d.send(payload, 3, signal)).toMatchObject({ kind: 'hold', status: 400 });
     expect(server.logs).toHaveLength(0);
   });
 

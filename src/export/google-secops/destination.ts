@@ -4,8 +4,10 @@
  * google-auth-library (google-auth.ts), and classifies the answer with the shared table
  * (http-answers.ts): 2xx delivered; 408, 429 (`Retry-After`), 5xx retried; 401 gets one fresh
  * token and one more try at once, then (and a 403: the service account lacks
- * `chronicle.logs.import`) holds like an outage; 400/413 blame the content (the pipeline splits
- * and dead-letters only the logs at fault, with Google's error message). A token that cannot be
+ * `chronicle.logs.import`) holds like an outage, as does a 400 whose Google status blames the
+ * target (NOT_FOUND, FAILED_PRECONDITION: an unknown log type or instance); other 400s and 413
+ * blame the content (the pipeline splits and dead-letters only the logs at fault, with Google's
+ * error message). A token that cannot be
  * got holds (the token endpoint refused our credentials) or is retried (it could not be
  * reached). Tokens and keys never appear in a reason.
  */
@@ -60,7 +62,7 @@ export class GoogleSecOpsDestination implements Destination {
     } finally {
       for (const t of this.auth.takeForgotten()) this.transport.redactor.remove(t);
     }
-    return this.transport.send({ url: this.url, headers: this.headers, body: payload, signal, detail: (res) => ({ detail: googleError(res.body) }) });
+    return this.transport.send({ url: this.url, headers: this.headers, body: payload, signal, interpret: (res) => configurationRefusal(res), detail: (res) => ({ detail: googleError(res.body) }) });
   }
 
   private tokenFailure(err: unknown): SendOutcome {
@@ -74,6 +76,31 @@ export class GoogleSecOpsDestination implements Destination {
 
   async shutdown(): Promise<void> {
     this.transport.close();
+  }
+}
+
+/** Google error statuses that blame the request's target or our standing, not its content. */
+const CONFIGURATION_STATUSES = new Set(['NOT_FOUND', 'FAILED_PRECONDITION', 'PERMISSION_DENIED', 'UNAUTHENTICATED']);
+
+/**
+ * A 400 whose Google status says the log type, instance or permission is wrong (an unknown log
+ * type can come back as 400 NOT_FOUND or FAILED_PRECONDITION): held like a wrong URL, so a
+ * misconfigured destination never turns the backlog into dead letters. Other 400s
+ * (INVALID_ARGUMENT) blame the content and go to the shared table.
+ */
+function configurationRefusal(res: { status: number; body: string }): SendOutcome | undefined {
+  if (res.status !== 400) return undefined;
+  const status = googleStatus(res.body);
+  if (status === undefined || !CONFIGURATION_STATUSES.has(status)) return undefined;
+  return { kind: 'hold', status: 400, reason: `HTTP 400: ${googleError(res.body).slice(0, 200)} (the project, location, instance or logType is wrong, or the principal lacks chronicle.logs.import; held and retried, nothing dead-lettered)` };
+}
+
+function googleStatus(body: string): string | undefined {
+  try {
+    const v = JSON.parse(body) as { error?: { status?: unknown } };
+    return typeof v.error?.status === 'string' ? v.error.status : undefined;
+  } catch {
+    return undefined;
   }
 }
 
