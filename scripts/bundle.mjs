@@ -10,7 +10,9 @@
  *   commands) stays in its own chunk and loads only when used, and the CLI and the worker
  *   share chunks rather than copies.
  * - The AWS SDK stays outside (it loads, lazily, from node_modules only for s3/s3-sqs sources),
- *   as do OpenTelemetry JS's serializer and resources (required lazily for OTLP JSON).
+ *   as do OpenTelemetry JS's serializer and resources (required lazily for OTLP JSON), and
+ *   google-auth-library (google-secops only; bundled, gaxios' lazy import of its proxy agent
+ *   breaks: "HttpsProxyAgent is not a constructor" as soon as HTTPS_PROXY is set).
  * - Every file lands in dist/bundle/, two levels below the package root like the compiled
  *   modules, so paths the code derives from its own location (mappings/, package.json, the
  *   catalog snapshot, the worker file) resolve the same from either.
@@ -37,7 +39,7 @@ const result = await build({
   platform: 'node',
   target: 'node20',
   chunkNames: 'chunk-[hash]',
-  external: ['@aws-sdk/*', '@smithy/*', '@opentelemetry/otlp-transformer', '@opentelemetry/resources'],
+  external: ['@aws-sdk/*', '@smithy/*', '@opentelemetry/otlp-transformer', '@opentelemetry/resources', 'google-auth-library'],
   // CommonJS dependencies call require() for Node's built-ins: give ES module output one
   banner: { js: "import { createRequire as __taoCreateRequire } from 'node:module'; const require = __taoCreateRequire(import.meta.url);" },
   sourcemap: 'linked',

@@ -6,8 +6,9 @@
  *   can pose as the server and read what is sent, credentials included;
  * - credentials sent over plain `http://` to a host that is not this machine (loopback): an OTLP
  *   destination with a credential header (see secrets.ts `isCredentialHeader`, also from
- *   `OTEL_EXPORTER_OTLP_*HEADERS`), a Splunk HEC token, a Datadog API key, a TCM PAT, S3/SQS
- *   requests signed with AWS credentials, or a URL with a user name or password in it.
+ *   `OTEL_EXPORTER_OTLP_*HEADERS`), a Splunk HEC token, a Datadog API key, a Google SecOps
+ *   bearer token, a TCM PAT, S3/SQS requests signed with AWS credentials, or a URL with a user
+ *   name or password in it.
  *
  * The warning names the tenant, the source or destination and the URL's origin (scheme, host,
  * port: never a user name, password, path or query).
@@ -21,7 +22,7 @@ export interface SecurityWarning {
 }
 
 /** Source and destination types whose requests always carry a credential. */
-const ALWAYS_CREDENTIALED = new Set(['splunk-hec', 'datadog', 'tcm', 's3', 's3-sqs']);
+const ALWAYS_CREDENTIALED = new Set(['splunk-hec', 'datadog', 'google-secops', 'tcm', 's3', 's3-sqs']);
 const OTLP_DEFAULT_ENDPOINT = 'http://localhost:4318';
 
 export function isLoopbackHost(hostname: string): boolean {

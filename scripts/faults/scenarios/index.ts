@@ -14,6 +14,7 @@ import { destination401, destination413 } from './destination-refusals.js';
 import { serverNode } from './server-node.js';
 import { tableauServer } from './tableau-server.js';
 import { tenantRestart, secondDaemon } from './daemon-state.js';
+import { googleSecOps } from './google-secops.js';
 
 export const SCENARIOS: Scenario[] = [
   kill9,
@@ -43,4 +44,5 @@ export const SCENARIOS: Scenario[] = [
   tableauServer,
   tenantRestart,
   secondDaemon,
+  googleSecOps,
 ];
