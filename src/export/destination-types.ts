@@ -23,5 +23,6 @@ import { otlpDescriptor } from './otlp/descriptor.js';
 import { fileDescriptor } from './file/descriptor.js';
 import { splunkHecDescriptor } from './splunk-hec/descriptor.js';
 import { datadogDescriptor } from './datadog/descriptor.js';
+import { sentinelDescriptor } from './sentinel/descriptor.js';
 
-export const DESTINATION_TYPES = [otlpDescriptor, fileDescriptor, splunkHecDescriptor, datadogDescriptor] as const;
+export const DESTINATION_TYPES = [otlpDescriptor, fileDescriptor, splunkHecDescriptor, datadogDescriptor, sentinelDescriptor] as const;

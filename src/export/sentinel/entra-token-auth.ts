@@ -1,0 +1,103 @@
+/**
+ * The HttpAuth (core/http/auth.ts) of the sentinel destination: a Microsoft Entra ID bearer
+ * token from an @azure/identity TokenCredential, cached, and fetched again before it expires:
+ * at its `refreshAfterTimestamp` when the library gives one, else 5 minutes before
+ * `expiresOnTimestamp` (half its lifetime for a short-lived one). Concurrent requests share one
+ * fetch. A fetch that fails while the token in use is still valid for another 30 s keeps that one.
+ *
+ * A 401 from the ingestion API (onUnauthorized, for the token that request carried) drops the
+ * token and the credential: the library caches tokens itself, so only a new credential (an
+ * empty cache) gets a fresh token from Entra for the next request. The destination sends once
+ * more with it; a second 401 is a hold (destination.ts).
+ */
+import type { AccessToken, TokenCredential } from '@azure/identity';
+import type { HttpAuth } from '../../core/http/auth.js';
+
+const EARLY_REFRESH_MS = 5 * 60_000;
+const STILL_USABLE_MS = 30_000;
+
+export interface EntraTokenAuthOptions {
+  scope: string;
+  /** A new credential (a new token cache). Called at start, after a 401, and after a refused credential (a secret file may have been replaced). */
+  newCredential: () => TokenCredential;
+  /** The credential's own secrets (a client secret) to redact. */
+  secrets?: readonly string[];
+  /** Per token fetch. */
+  timeoutMs: number;
+  now?: () => number;
+}
+
+interface Cached {
+  value: string;
+  refreshAt: number;
+  expiresAt: number;
+}
+
+export class EntraTokenAuth implements HttpAuth {
+  private credential: TokenCredential;
+  private cached: Cached | undefined;
+  private fetching: Promise<Cached> | undefined;
+  /** The tokens that may still show in an answer: the one in use and the one before it. */
+  private recent: string[] = [];
+  /** Told when a token is no longer one of the recent ones (the transport's redactor forgets it). */
+  onTokenRetired: ((token: string) => void) | undefined;
+  private readonly now: () => number;
+
+  constructor(private readonly options: EntraTokenAuthOptions) {
+    this.credential = options.newCredential();
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The token for the next request, fetching one when there is none or it is due for refresh; throws the library's error. */
+  async token(signal: AbortSignal): Promise<string> {
+    const held = this.cached;
+    if (held && this.now() < held.refreshAt) return held.value;
+    try {
+      this.fetching ??= this.fetch(signal).finally(() => {
+        this.fetching = undefined;
+      });
+      return (await this.fetching).value;
+    } catch (err) {
+      if (held && this.cached === held && this.now() < held.expiresAt - STILL_USABLE_MS) return held.value;
+      throw err;
+    }
+  }
+
+  async getAuthHeaders(signal: AbortSignal): Promise<Record<string, string>> {
+    return { Authorization: `Bearer ${await this.token(signal)}` };
+  }
+
+  onUnauthorized(sent: Readonly<Record<string, string>>): void {
+    // a token renewed meanwhile (another request's 401) is not dropped again
+    if (this.cached === undefined || sent.Authorization !== `Bearer ${this.cached.value}`) return;
+    this.renew();
+  }
+
+  /** Forget the token and the credential: the next request gets a fresh token from Entra. */
+  renew(): void {
+    this.cached = undefined;
+    this.credential = this.options.newCredential();
+  }
+
+  secrets(): readonly string[] {
+    return [...(this.options.secrets ?? []), ...this.recent];
+  }
+
+  private async fetch(signal: AbortSignal): Promise<Cached> {
+    const started = this.now();
+    const timeout = AbortSignal.timeout(this.options.timeoutMs);
+    const got: AccessToken | null = await this.credential.getToken(this.options.scope, { abortSignal: AbortSignal.any([signal, timeout]) });
+    if (!got?.token) throw new Error('Microsoft Entra ID returned no access token');
+    const lifetime = Math.max(0, got.expiresOnTimestamp - started);
+    let refreshAt = got.refreshAfterTimestamp ?? got.expiresOnTimestamp - Math.min(EARLY_REFRESH_MS, lifetime / 2);
+    // a token the library handed out from its cache past its refresh time: ask again next time
+    if (refreshAt < started) refreshAt = started;
+    const cached: Cached = { value: got.token, refreshAt, expiresAt: got.expiresOnTimestamp };
+    if (!this.recent.includes(got.token)) {
+      this.recent.push(got.token);
+      while (this.recent.length > 2) this.onTokenRetired?.(this.recent.shift()!);
+    }
+    this.cached = cached;
+    return cached;
+  }
+}
