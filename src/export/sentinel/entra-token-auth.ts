@@ -34,7 +34,7 @@ interface Cached {
 }
 
 export class EntraTokenAuth implements HttpAuth {
-  private credential: TokenCredential;
+  private credential: TokenCredential | undefined;
   private cached: Cached | undefined;
   private fetching: Promise<Cached> | undefined;
   /** The tokens that may still show in an answer: the one in use and the one before it. */
@@ -44,7 +44,7 @@ export class EntraTokenAuth implements HttpAuth {
   private readonly now: () => number;
 
   constructor(private readonly options: EntraTokenAuthOptions) {
-    this.credential = options.newCredential();
+    this.credential = options.newCredential(); // at construction: a config error shows at start
     this.now = options.now ?? Date.now;
   }
 
@@ -73,10 +73,10 @@ export class EntraTokenAuth implements HttpAuth {
     this.renew();
   }
 
-  /** Forget the token and the credential: the next request gets a fresh token from Entra. */
+  /** Forget the token and the credential: the next request makes a new credential (reading a secret file again) and gets a fresh token from Entra. */
   renew(): void {
     this.cached = undefined;
-    this.credential = this.options.newCredential();
+    this.credential = undefined;
   }
 
   secrets(): readonly string[] {
@@ -86,6 +86,7 @@ export class EntraTokenAuth implements HttpAuth {
   private async fetch(signal: AbortSignal): Promise<Cached> {
     const started = this.now();
     const timeout = AbortSignal.timeout(this.options.timeoutMs);
+    this.credential ??= this.options.newCredential();
     const got: AccessToken | null = await this.credential.getToken(this.options.scope, { abortSignal: AbortSignal.any([signal, timeout]) });
     if (!got?.token) throw new Error('Microsoft Entra ID returned no access token');
     const lifetime = Math.max(0, got.expiresOnTimestamp - started);
