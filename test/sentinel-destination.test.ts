@@ -144,7 +144,7 @@ describe.runIf(hasOpenssl())('sentinel destination', () => {
       ServiceName: 'tableau-cloud',
       Body: 'user 1 signed in',
       Attributes: { 'user.id': 'u1', 'user.email': 'u1@example.com', 'client.address': '203.0.113.7', 'tableau.status': 'failure', 'log.record.uid': 'uid-1', 'tableau.test_seq': 1, 'tableau.big': 12345678901234567000 },
-      Resource: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'acme', 'tableau.site_luid': 'SITE-1' },
+      ResourceAttributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'acme', 'tableau.site_luid': 'SITE-1' },
     });
     // the big integer went as its digits (JSON.parse above rounds it; the wire has them all)
     expect(gunzipSync(Buffer.from(body!)).toString()).toContain('"tableau.big":12345678901234567890');

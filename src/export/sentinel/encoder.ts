@@ -19,7 +19,7 @@
  *   RecordId         log.record.uid (stable across re-reads: duplicates after a crash share it)
  *   Body             the record's body (else its event name)
  *   Attributes       dynamic: every record attribute, dotted names as keys, JSON types kept
- *   Resource         dynamic: the resource attributes
+ *   ResourceAttributes  dynamic: the resource attributes (`Resource` is a name the API reserves)
  *
  * A column is left out when the record has no value for it. A row alone bigger than
  * `maxRequestBytes` still goes in a body of its own: the API refuses it (413) and the pipeline
@@ -79,7 +79,7 @@ export function sentinelRow(r: MappedLogRecord): SentinelRow {
   if (res['service.name'] !== undefined) row.ServiceName = res['service.name'];
   row.Body = r.body ?? r.eventName;
   row.Attributes = r.attributes;
-  row.Resource = res;
+  row.ResourceAttributes = res;
   return row;
 }
 
