@@ -38,6 +38,8 @@ export interface IngestionServer {
   respondNext(...answers: Array<{ status: number; body?: unknown; headers?: Record<string, string> }>): void;
   /** Answer 413 to a call of more uncompressed bytes than this (null: the API's 1 MB only). */
   setMaxCallBytes(bytes: number | null): void;
+  /** Answer every call this many milliseconds late (a slow intake, so a run lasts long enough to change things mid-way). */
+  setDelay(ms: number): void;
   /** Answer 400 to a call holding a matching row (null: off). */
   rejectRows(match: ((row: Record<string, unknown>) => boolean) | null): void;
   close(): Promise<void>;
@@ -58,6 +60,7 @@ export async function startIngestionServer(options: IngestionServerOptions): Pro
   const queue: Array<{ status: number; body?: unknown; headers?: Record<string, string> }> = [];
   let maxCallBytes: number | null = null;
   let rejectMatch: ((row: Record<string, unknown>) => boolean) | null = null;
+  let delayMs = 0;
 
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const chunks: Buffer[] = [];
@@ -68,8 +71,7 @@ export async function startIngestionServer(options: IngestionServerOptions): Pro
       const token = auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length) : undefined;
       const call: IngestionCall = { status: 0, headers: req.headers, token, wireBytes: wire.length, rawBytes: 0, rows: 0 };
       calls.push(call);
-      const answer = (status: number, body?: unknown, headers: Record<string, string> = {}): void => {
-        call.status = status;
+      const reply = (status: number, body?: unknown, headers: Record<string, string> = {}): void => {
         if (body === undefined) {
           res.writeHead(status, headers);
           res.end();
@@ -77,6 +79,11 @@ export async function startIngestionServer(options: IngestionServerOptions): Pro
         }
         res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', ...headers });
         res.end(typeof body === 'string' ? body : JSON.stringify(body));
+      };
+      const answer = (status: number, body?: unknown, headers: Record<string, string> = {}): void => {
+        call.status = status;
+        if (delayMs > 0) setTimeout(() => reply(status, body, headers), delayMs);
+        else reply(status, body, headers);
       };
       const error = (status: number, code: string, message: string, headers?: Record<string, string>): void => {
         if (status === 400 || status === 413) problems.push(message);
@@ -128,6 +135,9 @@ export async function startIngestionServer(options: IngestionServerOptions): Pro
     respondNext: (...a) => queue.push(...a),
     setMaxCallBytes: (n) => {
       maxCallBytes = n;
+    },
+    setDelay: (ms) => {
+      delayMs = ms;
     },
     rejectRows: (m) => {
       rejectMatch = m;
