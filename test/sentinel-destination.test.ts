@@ -276,6 +276,16 @@ describe.runIf(hasOpenssl())('sentinel destination', () => {
     expect(ingestion.calls.map((c) => [c.status, c.token])).toEqual([[204, entra.tokens[0]!.token]]);
   });
 
+  it('a credential that cannot work is an error at start naming the option or variable, never a value', async () => {
+    await servers();
+    expect(() => build(clientSecret(), {})).toThrow(/credential\.clientSecretEnv: environment variable TEST_AZURE_SECRET is not set/);
+    expect(() => build({ type: 'client-secret', tenantId: TENANT, clientId: CLIENT, clientSecretFile: join(dir, 'missing'), authorityHost: entra.url })).toThrow(/credential\.clientSecretFile: cannot read .*missing: ENOENT/);
+    expect(() => build({ type: 'workload-identity', authorityHost: entra.url }, { AZURE_CLIENT_ID: CLIENT })).toThrow(/tenantId is not set and neither is AZURE_TENANT_ID/);
+    expect(() => build({ type: 'access-token', accessTokenEnv: 'TEST_NO_TOKEN' })).toThrow(/accessTokenEnv: environment variable TEST_NO_TOKEN is not set/);
+    expect(() => build(clientSecret(), { ...secretEnv, AZURE_AUTHORITY_HOST: 'http://127.0.0.1:1' }, {})).not.toThrow(); // the configured authorityHost wins
+    expect(() => build({ ...clientSecret(), authorityHost: undefined }, { ...secretEnv, AZURE_AUTHORITY_HOST: 'http://login.example' })).toThrow(/AZURE_AUTHORITY_HOST\) must be an https URL/);
+  });
+
   it('429 is retried after its Retry-After; 503 is retried', async () => {
     await servers();
     const d = build(clientSecret(), secretEnv);

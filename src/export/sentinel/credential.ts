@@ -34,7 +34,8 @@ export interface SentinelCredential {
 
 const ACCESS_TOKEN_RECHECK_MS = 10 * 60_000;
 
-function secretFromFile(baseDir: string, file: string, what: string): string {
+/** A file's text, trimmed (a secret, a token, a CA bundle); a clear error naming the file, never its content. */
+function textFromFile(baseDir: string, file: string, what: string): string {
   let text: string;
   try {
     text = readFileSync(resolve(baseDir, file), 'utf8');
@@ -55,7 +56,7 @@ export function sentinelCredential(c: SentinelCredentialConfig, ctx: { env: Node
   const what = `sentinel destination ${name}: credential`;
   const authorityHost = c.authorityHost ?? ctx.env.AZURE_AUTHORITY_HOST;
   if (authorityHost !== undefined && !authorityHost.startsWith('https://')) throw new DestinationConfigError(`${what}.authorityHost (or AZURE_AUTHORITY_HOST) must be an https URL`);
-  const ca = c.caFile !== undefined ? secretFromFile(ctx.baseDir, c.caFile, `${what}.caFile`) : undefined;
+  const ca = c.caFile !== undefined ? textFromFile(ctx.baseDir, c.caFile, `${what}.caFile`) : undefined;
   const common = {
     ...(authorityHost !== undefined ? { authorityHost, disableInstanceDiscovery: true } : {}),
     ...(ca !== undefined ? { tlsOptions: { ca } } : {}),
@@ -64,7 +65,7 @@ export function sentinelCredential(c: SentinelCredentialConfig, ctx: { env: Node
   switch (c.type) {
     case 'client-secret': {
       const read = (): string =>
-        c.clientSecretEnv !== undefined ? secretFromEnv(ctx.env, c.clientSecretEnv, `${what}.clientSecretEnv`) : secretFromFile(ctx.baseDir, c.clientSecretFile!, `${what}.clientSecretFile`);
+        c.clientSecretEnv !== undefined ? secretFromEnv(ctx.env, c.clientSecretEnv, `${what}.clientSecretEnv`) : textFromFile(ctx.baseDir, c.clientSecretFile!, `${what}.clientSecretFile`);
       const secrets = [read()];
       const tenantId = need(c.tenantId, `${what}.tenantId is required`);
       const clientId = need(c.clientId, `${what}.clientId is required`);
@@ -111,7 +112,7 @@ export function sentinelCredential(c: SentinelCredentialConfig, ctx: { env: Node
       };
     case 'access-token': {
       const read = (): string =>
-        c.accessTokenEnv !== undefined ? secretFromEnv(ctx.env, c.accessTokenEnv, `${what}.accessTokenEnv`) : secretFromFile(ctx.baseDir, c.accessTokenFile!, `${what}.accessTokenFile`);
+        c.accessTokenEnv !== undefined ? secretFromEnv(ctx.env, c.accessTokenEnv, `${what}.accessTokenEnv`) : textFromFile(ctx.baseDir, c.accessTokenFile!, `${what}.accessTokenFile`);
       const secrets = [read()];
       const credential: TokenCredential = {
         getToken: () => {
