@@ -101,16 +101,17 @@ export function describeTokenError(err: unknown): string {
   return `${e.name}: ${first.slice(0, 300)}`;
 }
 
-/** OAuth errors that mean Entra refuses this credential (RFC 6749 §5.2 and Entra's AADSTS codes), as opposed to being unreachable or busy. */
-const REFUSAL = /\b(invalid_client|unauthorized_client|invalid_grant|invalid_request|invalid_scope|invalid_tenant|invalid_resource|AADSTS\d+)\b/;
+/** OAuth errors (RFC 6749 §5.2, and Entra's invalid_tenant / invalid_resource) that mean Entra refuses this credential. */
+const REFUSAL = /\b(invalid_client|unauthorized_client|invalid_grant|invalid_request|invalid_scope|invalid_tenant|invalid_resource)\b/;
 
-const UNREACHABLE = /endpoints_resolution_error|network_error|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|socket hang up|timed out|aborted/i;
+/** Entra or the identity endpoint busy or out of reach: an outage, retried (the library reports some of these as "unavailable" or "authentication required"). */
+const UNREACHABLE =
+  /temporarily_unavailable|server_error|endpoints_resolution_error|network_error|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|socket hang up|timed out|aborted/i;
 
 export function isCredentialRefusal(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const e = err as IdentityError;
-  // the authority or identity endpoint unreachable (the library says "unavailable" for that too): an outage, retried
-  if (UNREACHABLE.test(e.message)) return false;
+  if (UNREACHABLE.test(`${e.errorResponse?.error ?? ''} ${e.message}`)) return false;
   if (e.name === 'CredentialUnavailableError') return true;
   if (typeof e.statusCode === 'number') return e.statusCode >= 400 && e.statusCode < 500 && e.statusCode !== 408 && e.statusCode !== 429;
   return REFUSAL.test(`${e.errorResponse?.error ?? ''} ${e.message}`);
