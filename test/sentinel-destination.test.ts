@@ -165,22 +165,41 @@ describe.runIf(hasOpenssl())('sentinel destination', () => {
     expect(sentinelDestinationConfigSchema.safeParse({ ...c, credential: { type: 'managed-identity', clientSecretEnv: 'X' } }).error?.issues[0]?.message).toMatch(/does not apply to credential type managed-identity/);
   });
 
-  it('the token is fetched again before it expires (no 401 needed)', async () => {
+  it('the token is fetched again before it expires, in the background (no 401 needed, no call waits for it)', async () => {
     await servers();
-    // a short-lived token is refreshed half-way through its lifetime (a real one 5 minutes before it expires)
-    entra.setLifetime(6);
+    // a short-lived token: due for refresh half-way through its lifetime, no longer used in its last quarter
+    // (a real one: 5 minutes and 30 s before it expires); the library rounds the expiry up to the second
+    entra.setLifetime(20);
     const d = build(clientSecret(), secretEnv);
     const body = bodies(d, [record(1)]).bodies[0]!;
     expect(await d.send(body, 1, signal)).toEqual({ kind: 'done' });
-    const firstExpiry = entra.tokens[0]!.expiresAtMs;
-    // past the refresh point (the library rounds the expiry up to the second), the token still valid for ~2 s
-    await waitFor('past the refresh point', () => Date.now() > firstExpiry - 1900, 15_000);
-    expect(entra.valid(entra.tokens[0]!.token)).toBe(true);
+    const first = entra.tokens[0]!;
     entra.setLifetime(3600);
+    await waitFor('past the refresh point', () => Date.now() > first.expiresAtMs - 8_900, 20_000);
+    // due for refresh: this call still carries the first token while the fresh one is fetched
     expect(await d.send(body, 1, signal)).toEqual({ kind: 'done' });
-    expect(entra.tokens).toHaveLength(2);
     expect(ingestion.calls.map((c) => [c.status, c.token])).toEqual([
-      [204, entra.tokens[0]!.token],
+      [204, first.token],
+      [204, first.token],
+    ]);
+    // the next calls carry the fresh token as soon as it has arrived
+    await waitFor('a call with the fresh token', async () => (await d.send(body, 1, signal)).kind === 'done' && ingestion.calls.at(-1)!.token !== first.token, 15_000, 100);
+    expect(entra.tokens).toHaveLength(2); // one refresh, however many calls
+    expect(ingestion.calls.at(-1)!.token).toBe(entra.tokens[1]!.token);
+    expect(ingestion.calls.every((c) => c.status === 204)).toBe(true);
+  }, 90_000);
+
+  it('a token too close to its expiry is not used: the call waits for the fresh one', async () => {
+    await servers();
+    entra.setLifetime(4); // usable for its first 3 s at most
+    const d = build(clientSecret(), secretEnv);
+    const body = bodies(d, [record(1)]).bodies[0]!;
+    expect(await d.send(body, 1, signal)).toEqual({ kind: 'done' });
+    const first = entra.tokens[0]!;
+    await waitFor('the last quarter of its lifetime', () => Date.now() > first.expiresAtMs, 15_000);
+    expect(await d.send(body, 1, signal)).toEqual({ kind: 'done' });
+    expect(ingestion.calls.map((c) => [c.status, c.token])).toEqual([
+      [204, first.token],
       [204, entra.tokens[1]!.token],
     ]);
   });

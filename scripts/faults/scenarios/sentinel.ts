@@ -9,9 +9,10 @@
  * - the API throttles (429 with `Retry-After: 1`) a few times;
  * - the API takes at most 300 kB a call (a proxy's limit, below the 1 MB the daemon fills):
  *   413, the batches are split, nothing is dead-lettered (no row is that big alone);
- * - the client secret is rotated at Entra for 8 s (30 s long) and the daemon's is refused
- *   (`AADSTS7000215`): the pipeline holds (nothing arrives, the checkpoint stays, no dead
- *   letter, the refusal logged), then the secret is accepted again and the run finishes.
+ * - the client secret is rotated at Entra for 12 s (45 s long) and the daemon's is refused
+ *   (`AADSTS7000215`): the token in use serves until its last quarter, then the pipeline holds
+ *   (nothing arrives, the checkpoint stays, no dead letter, the refusal logged), then the secret
+ *   is accepted again and the run finishes.
  *
  * Every record once, none dead-lettered, exit 0, and neither the secret nor any token in the
  * output or the state.
@@ -36,7 +37,7 @@ export const sentinel: Scenario = {
   async run(ctx, { short }) {
     if (!hasOpenssl()) return { eventsIn: 0, delivered: 0, duplicates: 0, deadLettered: 0, peakRssMb: 0, outcome: 'skip', notes: 'openssl not available to make the test CA' };
     const LIFETIME_S = short ? 6 : 30;
-    const HOLD_MS = short ? 8_000 : 30_000;
+    const HOLD_MS = short ? 12_000 : 45_000;
     const work = ctx.dir('work');
     const certs = makeTestCertificates(ctx.dir('certs'));
     const entra = await startEntraServer({ tls: certs, tenantId: TENANT, clientId: CLIENT, clientSecret: SECRET });
@@ -77,7 +78,8 @@ export const sentinel: Scenario = {
     // the secret rotated at Entra: once the token in use is due for refresh, nothing can be sent
     entra.setClientSecret('faults-entra-ROTATED-secret-77e1');
     const rotatedAt = Date.now();
-    await sleep(LIFETIME_S * 500 + 1_500); // past the refresh point of the token in use, and its last calls
+    // the token in use is handed out until its last quarter (refreshing it fails now); measured from past its expiry
+    await sleep(LIFETIME_S * 1_000 + 1_500);
     const atHold = rowsNow();
     const cpEarly = existsSync(checkpoint) ? readFileSync(checkpoint, 'utf8') : '';
     await sleep(Math.max(0, HOLD_MS - (Date.now() - rotatedAt)));

@@ -1,9 +1,10 @@
 /**
  * The HttpAuth (core/http/auth.ts) of the sentinel destination: a Microsoft Entra ID bearer
  * token from an @azure/identity TokenCredential, cached, and fetched again before it expires:
- * at its `refreshAfterTimestamp` when the library gives one, else 5 minutes before
- * `expiresOnTimestamp` (half its lifetime for a short-lived one). Concurrent requests share one
- * fetch. A fetch that fails while the token in use is still valid for another 30 s keeps that one.
+ * from its `refreshAfterTimestamp` when the library gives one, else from 5 minutes before
+ * `expiresOnTimestamp` (half its lifetime for a short-lived one), in the background while the
+ * token held is still handed out; only in its last 30 s (a quarter of a short lifetime) do
+ * requests wait for the fresh one. Concurrent requests share one fetch.
  *
  * A 401 from the ingestion API (onUnauthorized, for the token that request carried) drops the
  * token and the credential: the library caches tokens itself, so only a new credential (an
@@ -14,7 +15,9 @@ import type { AccessToken, TokenCredential } from '@azure/identity';
 import type { HttpAuth } from '../../core/http/auth.js';
 
 const EARLY_REFRESH_MS = 5 * 60_000;
-const STILL_USABLE_MS = 30_000;
+/** A token is not used in its last 30 s (a quarter of the lifetime of a short-lived one): a call may take that long. */
+const LAST_USE_MARGIN_MS = 30_000;
+const BACKGROUND_RETRY_MS = 5_000;
 
 export interface EntraTokenAuthOptions {
   scope: string;
@@ -29,8 +32,10 @@ export interface EntraTokenAuthOptions {
 
 interface Cached {
   value: string;
+  /** From then on a fresh token is fetched in the background. */
   refreshAt: number;
-  expiresAt: number;
+  /** From then on it is not used any more: a fresh one is waited for. */
+  usableUntil: number;
 }
 
 export class EntraTokenAuth implements HttpAuth {
@@ -48,19 +53,31 @@ export class EntraTokenAuth implements HttpAuth {
     this.now = options.now ?? Date.now;
   }
 
-  /** The token for the next request, fetching one when there is none or it is due for refresh; throws the library's error. */
+  /**
+   * The token for the next request. None yet, or the one held too close to its expiry: fetched
+   * now (the caller waits; the library's error is thrown). Due for refresh but still good: handed
+   * out while a fresh one is fetched in the background (a failed background fetch is tried again
+   * 5 s later, until the token held is no longer usable).
+   */
   async token(signal: AbortSignal): Promise<string> {
     const held = this.cached;
-    if (held && this.now() < held.refreshAt) return held.value;
-    try {
-      this.fetching ??= this.fetch(signal).finally(() => {
-        this.fetching = undefined;
-      });
-      return (await this.fetching).value;
-    } catch (err) {
-      if (held && this.cached === held && this.now() < held.expiresAt - STILL_USABLE_MS) return held.value;
-      throw err;
+    const now = this.now();
+    if (held && now < held.refreshAt) return held.value;
+    if (held && now < held.usableUntil) {
+      if (!this.fetching) {
+        this.fetching = this.fetch(AbortSignal.timeout(this.options.timeoutMs)).finally(() => {
+          this.fetching = undefined;
+        });
+        this.fetching.catch(() => {
+          if (this.cached === held) held.refreshAt = Math.min(this.now() + BACKGROUND_RETRY_MS, held.usableUntil);
+        });
+      }
+      return held.value;
     }
+    this.fetching ??= this.fetch(signal).finally(() => {
+      this.fetching = undefined;
+    });
+    return (await this.fetching).value;
   }
 
   async getAuthHeaders(signal: AbortSignal): Promise<Record<string, string>> {
@@ -90,10 +107,11 @@ export class EntraTokenAuth implements HttpAuth {
     const got: AccessToken | null = await this.credential.getToken(this.options.scope, { abortSignal: AbortSignal.any([signal, timeout]) });
     if (!got?.token) throw new Error('Microsoft Entra ID returned no access token');
     const lifetime = Math.max(0, got.expiresOnTimestamp - started);
-    let refreshAt = got.refreshAfterTimestamp ?? got.expiresOnTimestamp - Math.min(EARLY_REFRESH_MS, lifetime / 2);
+    const usableUntil = got.expiresOnTimestamp - Math.min(LAST_USE_MARGIN_MS, lifetime / 4);
+    let refreshAt = Math.min(got.refreshAfterTimestamp ?? got.expiresOnTimestamp - Math.min(EARLY_REFRESH_MS, lifetime / 2), usableUntil);
     // a token the library handed out from its cache past its refresh time: ask again next time
     if (refreshAt < started) refreshAt = started;
-    const cached: Cached = { value: got.token, refreshAt, expiresAt: got.expiresOnTimestamp };
+    const cached: Cached = { value: got.token, refreshAt, usableUntil };
     if (!this.recent.includes(got.token)) {
       this.recent.push(got.token);
       while (this.recent.length > 2) this.onTokenRetired?.(this.recent.shift()!);
