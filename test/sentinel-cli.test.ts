@@ -5,10 +5,10 @@
  * in the child's environment (no caFile anywhere). Every record reaches both once, the client
  * secret and the tokens show nowhere (stdout, stderr, state, dead letters), a token refused
  * mid-run gets one fresh token, and a refused client secret holds the pipeline without a dead
- * letter until the secret is fixed.
+ * letter until the secret is fixed; two tenants each reach only their own data collection rule.
  */
 import { describe, it, expect, afterEach } from 'vitest';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEntraServer, type EntraServer } from './support/entra-server.js';
 import { startIngestionServer, type IngestionServer } from './support/logs-ingestion-server.js';
@@ -98,6 +98,45 @@ describe.runIf(hasOpenssl())('sentinel through the CLI', () => {
     expect(new Set(ingestion.calls.map((c) => c.token))).toEqual(new Set([entra.tokens[0]!.token]));
     expect(deadLetters(work)).toEqual([]);
     expectNowhere([SECRET, ...entra.tokens.map((t) => t.token)], work, res);
+  });
+
+  it('per tenant: the records of each tenant go to its own data collection rule, and only there', async () => {
+    const { certs, work, entra, ingestion } = await setup();
+    const other = await startIngestionServer({ dcrImmutableId: 'dcr-99999999999999999999999999999999', stream: 'Custom-GlobexActivity_CL', validToken: entra.valid, tls: certs });
+    try {
+      const acme = writeFixtureTree(join(work, 'logs-acme'), 2, 30);
+      const globex = writeFixtureTree(join(work, 'logs-globex'), 2, 20, 50_000);
+      const sentinelOf = (endpoint: string, dcr: string, stream: string): Record<string, unknown> => ({
+        type: 'sentinel',
+        endpoint,
+        dcrImmutableId: dcr,
+        stream,
+        credential: { type: 'client-secret', tenantId: TENANT, clientId: CLIENT, clientSecretEnv: SECRET_ENV, authorityHost: entra.url },
+      });
+      const file = join(work, 'two-tenants.yaml');
+      writeFileSync(
+        file,
+        [
+          `state: { dir: ${JSON.stringify(join(work, 'state'))} }`,
+          'tenants:',
+          '  - id: acme',
+          `    sources: [ { type: directory, path: ${JSON.stringify(join(work, 'logs-acme'))} } ]`,
+          `    destinations: ${JSON.stringify([sentinelOf(ingestion.url, DCR, 'Custom-TableauActivity_CL')])}`,
+          '  - id: globex',
+          `    sources: [ { type: directory, path: ${JSON.stringify(join(work, 'logs-globex'))} } ]`,
+          `    destinations: ${JSON.stringify([sentinelOf(other.url, 'dcr-99999999999999999999999999999999', 'Custom-GlobexActivity_CL')])}`,
+        ].join('\n'),
+      );
+      const res = await run(file, certs, SECRET);
+      expect(res.code, res.stderr).toBe(0);
+      const seqs = (rows: Array<Record<string, unknown>>): unknown[] => rows.map((r) => (r.Attributes as Record<string, unknown>)['tableau.test_seq']).sort((a, b) => Number(a) - Number(b));
+      expect(seqs(ingestion.rows)).toEqual(acme.records.map((r) => r.record.testSeq));
+      expect(seqs(other.rows)).toEqual(globex.records.map((r) => r.record.testSeq));
+      expect(new Set(ingestion.rows.map((r) => r.TableauTenantId))).toEqual(new Set(['acme']));
+      expect(new Set(other.rows.map((r) => r.TableauTenantId))).toEqual(new Set(['globex']));
+    } finally {
+      await other.close();
+    }
   });
 
   it('a token refused mid-run gets one fresh token, nothing is lost or sent twice; a refused secret holds without dead letters until it is fixed', async () => {
