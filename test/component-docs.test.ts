@@ -118,8 +118,8 @@ describe('generated option tables in docs/', () => {
     const page = path.join(tmp, 'nomarkers', 'destinations', 'file.md');
     writeFileSync(page, readFileSync(page, 'utf8').replace('<!-- options:end -->', ''));
     expect(() => renderPages(path.join(tmp, 'nomarkers'))).toThrow('docs/destinations/file.md has no `<!-- options:begin -->`');
-    const extra = [...optionTables(), { page: 'destinations/sentinel.md', marker: '', key: 'destination/sentinel', schema: z.object({}) }];
-    expect(() => renderPages(DEFAULT_DOCS_DIR, extra)).toThrow('docs/destinations/sentinel.md is missing');
+    const extra = [...optionTables(), { page: 'destinations/no-such-type.md', marker: '', key: 'destination/no-such-type', schema: z.object({}) }];
+    expect(() => renderPages(DEFAULT_DOCS_DIR, extra)).toThrow('docs/destinations/no-such-type.md is missing');
   });
 
   it('--check exits 0 on current pages and 1, naming `npm run docs` and the page, on a stale one; it writes nothing', () => {

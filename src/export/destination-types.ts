@@ -24,5 +24,6 @@ import { fileDescriptor } from './file/descriptor.js';
 import { splunkHecDescriptor } from './splunk-hec/descriptor.js';
 import { datadogDescriptor } from './datadog/descriptor.js';
 import { googleSecOpsDescriptor } from './google-secops/descriptor.js';
+import { sentinelDescriptor } from './sentinel/descriptor.js';
 
-export const DESTINATION_TYPES = [otlpDescriptor, fileDescriptor, splunkHecDescriptor, datadogDescriptor, googleSecOpsDescriptor] as const;
+export const DESTINATION_TYPES = [otlpDescriptor, fileDescriptor, splunkHecDescriptor, datadogDescriptor, sentinelDescriptor, googleSecOpsDescriptor] as const;

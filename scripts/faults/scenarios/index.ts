@@ -15,6 +15,7 @@ import { serverNode } from './server-node.js';
 import { tableauServer } from './tableau-server.js';
 import { tenantRestart, secondDaemon } from './daemon-state.js';
 import { googleSecOps } from './google-secops.js';
+import { sentinel } from './sentinel.js';
 
 export const SCENARIOS: Scenario[] = [
   kill9,
@@ -45,4 +46,5 @@ export const SCENARIOS: Scenario[] = [
   tenantRestart,
   secondDaemon,
   googleSecOps,
+  sentinel,
 ];
