@@ -176,6 +176,8 @@ export const OPTION_DOCS: Record<string, OptionDocs> = {
     timeoutMs: { text: 'deprecated: `timeout` in milliseconds, still read (a warning is logged once)' },
     headers: { text: "extra request headers; the destination's own auth header wins over one of the same name; credential headers are scrubbed from every log line" },
     caFile: { text: 'as for [`splunk-hec`](splunk-hec.md): PEM file with the CA that signed the certificate (for a proxy with its own CA)', default: "Node's bundled CAs" },
+    insecureSkipVerify: TLS.insecureSkipVerify!,
+  },
   'destination/sentinel': {
     name: { text: 'name in logs, metrics and dead letters', default: '`sentinel`' },
     endpoint: { text: "the data collection rule's logs ingestion endpoint (kind `Direct`) or a data collection endpoint, `https://…ingest.monitor.azure.com`; plain `http` only to 127.0.0.1 / localhost" },
