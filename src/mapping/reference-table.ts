@@ -1,0 +1,413 @@
+/**
+ * A tenant's reference data (users and sites, reference-data.ts) as one compact table in a
+ * SharedArrayBuffer: built once in the main thread, read in place by every encode worker
+ * (a worker is handed the buffer, not a copy; a found entry's strings are decoded on lookup and
+ * kept in a small per-worker cache).
+ *
+ * Layout (all sections 4-byte aligned, little-endian as the platform's typed arrays):
+ *   header   Int32[HEADER_WORDS]: magic, version, counts and byte offsets of the sections
+ *   user slots, site slots   Int32[2 × slots]: (hash of the LUID, entry index + 1; 0 = empty),
+ *                            open addressing with linear probing, load at most 1/2
+ *   user entries, site entries   Uint32[count + 1]: where each entry starts in the blob
+ *   dictionary   Uint32[count + 1]: strings many users share (the site LUIDs and role names of
+ *                `siteRoles`), stored once
+ *   blob     UTF-8 bytes. A user: id, name, email, fullName, then its site roles as a count and
+ *            (site, role) dictionary indices; a site: id, name, contentUrl. A string is its byte
+ *            length + 1 as a LEB128 number (0: absent) and its bytes; numbers are LEB128.
+ */
+import type { ReferenceData, SiteReference, UserReference } from './reference-data.js';
+
+const MAGIC = 0x54414f52; // "TAOR"
+const VERSION = 1;
+const H_MAGIC = 0;
+const H_VERSION = 1;
+const H_USERS = 2;
+const H_USER_SLOTS = 3;
+const H_USER_SLOTS_AT = 4;
+const H_USER_ENTRIES_AT = 5;
+const H_SITES = 6;
+const H_SITE_SLOTS = 7;
+const H_SITE_SLOTS_AT = 8;
+const H_SITE_ENTRIES_AT = 9;
+const H_DICT = 10;
+const H_DICT_AT = 11;
+const H_BLOB_AT = 12;
+const H_BLOB_BYTES = 13;
+const H_LOADED_AT_HI = 14;
+const H_LOADED_AT_LO = 15;
+const HEADER_WORDS = 16;
+
+/** Decoded entries each reader keeps (per worker and tenant); cleared when full. */
+const CACHE_ENTRIES = 20_000;
+
+/** A user as a lookup gives it: what the reference data says, and its site role on a site. */
+export interface FoundUser {
+  readonly id: string;
+  readonly name: string | undefined;
+  readonly email: string | undefined;
+  readonly fullName: string | undefined;
+  /** The user's site role on that site (undefined: none known). */
+  roleOn(siteLuid: string): string | undefined;
+}
+
+export interface FoundSite {
+  readonly id: string;
+  readonly name: string | undefined;
+  readonly contentUrl: string | undefined;
+}
+
+/** FNV-1a over the UTF-16 code units (a LUID is ASCII: its bytes). */
+function hashOf(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h | 0;
+}
+
+function slotsFor(count: number): number {
+  let n = 16;
+  while (n < count * 2) n *= 2;
+  return n;
+}
+
+/** A growing byte buffer for the blob. */
+class BlobWriter {
+  bytes = new Uint8Array(1 << 20);
+  at = 0;
+  private readonly encoder = new TextEncoder();
+
+  private room(n: number): void {
+    if (this.at + n <= this.bytes.length) return;
+    let size = this.bytes.length * 2;
+    while (size < this.at + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.bytes.subarray(0, this.at));
+    this.bytes = next;
+  }
+
+  uint(n: number): void {
+    this.room(5);
+    while (n >= 0x80) {
+      this.bytes[this.at++] = (n & 0x7f) | 0x80;
+      n >>>= 7;
+    }
+    this.bytes[this.at++] = n;
+  }
+
+  string(s: string | undefined): void {
+    if (s === undefined || s === '') {
+      this.uint(0);
+      return;
+    }
+    // at most 3 bytes per UTF-16 code unit; the length goes before the bytes, so write them after room for a 5-byte length
+    this.room(5 + s.length * 3);
+    const start = this.at;
+    const { written } = this.encoder.encodeInto(s, this.bytes.subarray(start + 5));
+    this.uint(written + 1);
+    this.bytes.copyWithin(this.at, start + 5, start + 5 + written);
+    this.at += written;
+  }
+}
+
+/** What a build measured (for logs and the memory report). */
+export interface ReferenceTableSize {
+  users: number;
+  sites: number;
+  /** The SharedArrayBuffer's size. */
+  bytes: number;
+}
+
+/**
+ * Build the table of one tenant's loaded data. Entries without an id are left out; of two
+ * entries with the same id the first counts. The result is one SharedArrayBuffer.
+ */
+export function buildReferenceTable(data: Pick<ReferenceData, 'users' | 'sites' | 'loadedAtMs'>): SharedArrayBuffer {
+  const blob = new BlobWriter();
+  const dict = new Map<string, number>();
+  const dictIndex = (s: string): number => {
+    let i = dict.get(s);
+    if (i === undefined) {
+      i = dict.size;
+      dict.set(s, i);
+    }
+    return i;
+  };
+  const users = unique(data.users);
+  const sites = unique(data.sites);
+  const userStarts = new Uint32Array(users.length + 1);
+  users.forEach((u, i) => {
+    userStarts[i] = blob.at;
+    blob.string(u.id);
+    blob.string(u.name);
+    blob.string(u.email);
+    blob.string(u.fullName);
+    const roles = u.siteRoles ? Object.entries(u.siteRoles).filter(([s, r]) => s !== '' && typeof r === 'string' && r !== '') : [];
+    blob.uint(roles.length);
+    for (const [site, role] of roles) {
+      blob.uint(dictIndex(site));
+      blob.uint(dictIndex(role));
+    }
+  });
+  userStarts[users.length] = blob.at;
+  const siteStarts = new Uint32Array(sites.length + 1);
+  sites.forEach((s, i) => {
+    siteStarts[i] = blob.at;
+    blob.string(s.id);
+    blob.string(s.name);
+    blob.string(s.contentUrl);
+  });
+  siteStarts[sites.length] = blob.at;
+  const dictStarts = new Uint32Array(dict.size + 1);
+  let k = 0;
+  for (const s of dict.keys()) {
+    dictStarts[k++] = blob.at;
+    blob.string(s);
+  }
+  dictStarts[dict.size] = blob.at;
+
+  const userSlots = slotsFor(users.length);
+  const siteSlots = slotsFor(sites.length);
+  let at = HEADER_WORDS * 4;
+  const userSlotsAt = at;
+  at += userSlots * 8;
+  const userEntriesAt = at;
+  at += userStarts.byteLength;
+  const siteSlotsAt = at;
+  at += siteSlots * 8;
+  const siteEntriesAt = at;
+  at += siteStarts.byteLength;
+  const dictAt = at;
+  at += dictStarts.byteLength;
+  const blobAt = at;
+  at += blob.at;
+  const sab = new SharedArrayBuffer((at + 3) & ~3);
+  const header = new Int32Array(sab, 0, HEADER_WORDS);
+  header[H_MAGIC] = MAGIC;
+  header[H_VERSION] = VERSION;
+  header[H_USERS] = users.length;
+  header[H_USER_SLOTS] = userSlots;
+  header[H_USER_SLOTS_AT] = userSlotsAt;
+  header[H_USER_ENTRIES_AT] = userEntriesAt;
+  header[H_SITES] = sites.length;
+  header[H_SITE_SLOTS] = siteSlots;
+  header[H_SITE_SLOTS_AT] = siteSlotsAt;
+  header[H_SITE_ENTRIES_AT] = siteEntriesAt;
+  header[H_DICT] = dict.size;
+  header[H_DICT_AT] = dictAt;
+  header[H_BLOB_AT] = blobAt;
+  header[H_BLOB_BYTES] = blob.at;
+  header[H_LOADED_AT_HI] = Math.floor(data.loadedAtMs / 2 ** 32);
+  header[H_LOADED_AT_LO] = data.loadedAtMs % 2 ** 32;
+  new Uint32Array(sab, userEntriesAt, userStarts.length).set(userStarts);
+  new Uint32Array(sab, siteEntriesAt, siteStarts.length).set(siteStarts);
+  new Uint32Array(sab, dictAt, dictStarts.length).set(dictStarts);
+  new Uint8Array(sab, blobAt, blob.at).set(blob.bytes.subarray(0, blob.at));
+  fillSlots(new Int32Array(sab, userSlotsAt, userSlots * 2), users);
+  fillSlots(new Int32Array(sab, siteSlotsAt, siteSlots * 2), sites);
+  return sab;
+}
+
+/** Entries with an id, the first of each id. */
+function unique<T extends { id: string }>(entries: readonly T[]): T[] {
+  const seen = new Set<string>();
+  const out: T[] = [];
+  for (const e of entries) {
+    if (typeof e?.id !== 'string' || e.id === '' || seen.has(e.id)) continue;
+    seen.add(e.id);
+    out.push(e);
+  }
+  return out;
+}
+
+function fillSlots(slots: Int32Array, entries: ReadonlyArray<{ id: string }>): void {
+  const mask = slots.length / 2 - 1;
+  entries.forEach((e, i) => {
+    const h = hashOf(e.id);
+    let s = h & mask;
+    while (slots[s * 2 + 1] !== 0) s = (s + 1) & mask;
+    slots[s * 2] = h;
+    slots[s * 2 + 1] = i + 1;
+  });
+}
+
+class TableUser implements FoundUser {
+  private roles: Map<string, string> | undefined;
+  constructor(
+    readonly id: string,
+    readonly name: string | undefined,
+    readonly email: string | undefined,
+    readonly fullName: string | undefined,
+    private readonly table: ReferenceTable,
+    /** Where the user's roles start in the blob (absolute byte offset). */
+    private readonly rolesAt: number,
+  ) {}
+
+  roleOn(siteLuid: string): string | undefined {
+    this.roles ??= this.table.rolesAt(this.rolesAt);
+    return this.roles.get(siteLuid);
+  }
+}
+
+/** A reader of a table (one per thread): lookups by LUID, decoded entries cached. */
+export class ReferenceTable {
+  private readonly bytes: Buffer;
+  private readonly users: number;
+  private readonly userSlots: Int32Array;
+  private readonly userEntries: Uint32Array;
+  private readonly sites: number;
+  private readonly siteSlots: Int32Array;
+  private readonly siteEntries: Uint32Array;
+  private readonly dictEntries: Uint32Array;
+  private readonly dictStrings: Array<string | undefined>;
+  private readonly blobAt: number;
+  readonly loadedAtMs: number;
+  private readonly userCache = new Map<string, FoundUser | null>();
+  private readonly siteCache = new Map<string, FoundSite | null>();
+  /** The position after the last string read. */
+  private pos = 0;
+
+  constructor(readonly buffer: SharedArrayBuffer) {
+    const header = new Int32Array(buffer, 0, HEADER_WORDS);
+    if (header[H_MAGIC] !== MAGIC || header[H_VERSION] !== VERSION) throw new Error('not a reference table (or of another version)');
+    this.bytes = Buffer.from(buffer);
+    this.users = header[H_USERS]!;
+    this.userSlots = new Int32Array(buffer, header[H_USER_SLOTS_AT]!, header[H_USER_SLOTS]! * 2);
+    this.userEntries = new Uint32Array(buffer, header[H_USER_ENTRIES_AT]!, this.users + 1);
+    this.sites = header[H_SITES]!;
+    this.siteSlots = new Int32Array(buffer, header[H_SITE_SLOTS_AT]!, header[H_SITE_SLOTS]! * 2);
+    this.siteEntries = new Uint32Array(buffer, header[H_SITE_ENTRIES_AT]!, this.sites + 1);
+    this.dictEntries = new Uint32Array(buffer, header[H_DICT_AT]!, header[H_DICT]! + 1);
+    this.dictStrings = new Array<string | undefined>(header[H_DICT]!);
+    this.blobAt = header[H_BLOB_AT]!;
+    this.loadedAtMs = header[H_LOADED_AT_HI]! * 2 ** 32 + (header[H_LOADED_AT_LO]! >>> 0);
+  }
+
+  get size(): ReferenceTableSize {
+    return { users: this.users, sites: this.sites, bytes: this.buffer.byteLength };
+  }
+
+  user(luid: string): FoundUser | undefined {
+    const cached = this.userCache.get(luid);
+    if (cached !== undefined) return cached ?? undefined;
+    const i = this.find(this.userSlots, this.userEntries, luid);
+    let found: FoundUser | null = null;
+    if (i >= 0) {
+      this.pos = this.blobAt + this.userEntries[i]!;
+      this.skipString(); // id: the key
+      const name = this.string();
+      const email = this.string();
+      const fullName = this.string();
+      found = new TableUser(luid, name, email, fullName, this, this.pos);
+    }
+    if (this.userCache.size >= CACHE_ENTRIES) this.userCache.clear();
+    this.userCache.set(luid, found);
+    return found ?? undefined;
+  }
+
+  site(luid: string): FoundSite | undefined {
+    const cached = this.siteCache.get(luid);
+    if (cached !== undefined) return cached ?? undefined;
+    const i = this.find(this.siteSlots, this.siteEntries, luid);
+    let found: FoundSite | null = null;
+    if (i >= 0) {
+      this.pos = this.blobAt + this.siteEntries[i]!;
+      this.skipString();
+      const name = this.string();
+      const contentUrl = this.string();
+      found = { id: luid, name, contentUrl };
+    }
+    if (this.siteCache.size >= CACHE_ENTRIES) this.siteCache.clear();
+    this.siteCache.set(luid, found);
+    return found ?? undefined;
+  }
+
+  /** A user's site roles, from their place in the blob. */
+  rolesAt(at: number): Map<string, string> {
+    this.pos = at;
+    const n = this.uint();
+    const roles = new Map<string, string>();
+    for (let k = 0; k < n; k++) {
+      const site = this.uint();
+      const role = this.uint();
+      roles.set(this.dict(site), this.dict(role));
+    }
+    return roles;
+  }
+
+  private dict(i: number): string {
+    let s = this.dictStrings[i];
+    if (s === undefined) {
+      const saved = this.pos;
+      this.pos = this.blobAt + this.dictEntries[i]!;
+      s = this.string() ?? '';
+      this.dictStrings[i] = s;
+      this.pos = saved;
+    }
+    return s;
+  }
+
+  /** The entry index of `luid`, or -1. */
+  private find(slots: Int32Array, entries: Uint32Array, luid: string): number {
+    const mask = slots.length / 2 - 1;
+    const h = hashOf(luid);
+    for (let s = h & mask; ; s = (s + 1) & mask) {
+      const e = slots[s * 2 + 1]!;
+      if (e === 0) return -1;
+      if (slots[s * 2] === h && this.idIs(this.blobAt + entries[e - 1]!, luid)) return e - 1;
+    }
+  }
+
+  /** Whether the string at `at` is `s`. */
+  private idIs(at: number, s: string): boolean {
+    this.pos = at;
+    const len = this.uint() - 1;
+    const start = this.pos;
+    if (len !== s.length) {
+      // (same length in bytes and code units only for ASCII: compare the decoded text otherwise)
+      return len > s.length && this.bytes.toString('utf8', start, start + len) === s;
+    }
+    const b = this.bytes;
+    for (let i = 0; i < len; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) return b.toString('utf8', start, start + len) === s;
+      if (b[start + i] !== c) return false;
+    }
+    return true;
+  }
+
+  private uint(): number {
+    const b = this.bytes;
+    let n = 0;
+    let shift = 0;
+    for (;;) {
+      const c = b[this.pos++]!;
+      n += (c & 0x7f) * 2 ** shift;
+      if (c < 0x80) return n;
+      shift += 7;
+    }
+  }
+
+  private string(): string | undefined {
+    const len = this.uint();
+    if (len === 0) return undefined;
+    const start = this.pos;
+    this.pos += len - 1;
+    return this.bytes.toString('utf8', start, this.pos);
+  }
+
+  private skipString(): void {
+    const len = this.uint();
+    if (len > 0) this.pos += len - 1;
+  }
+}
+
+/** The reference data of a user as the table gives it back (for tests and tools). */
+export function userReferenceOf(u: FoundUser, sites: readonly string[]): UserReference {
+  const siteRoles: Record<string, string> = {};
+  for (const s of sites) {
+    const r = u.roleOn(s);
+    if (r !== undefined) siteRoles[s] = r;
+  }
+  return { id: u.id, ...(u.name ? { name: u.name } : {}), ...(u.email ? { email: u.email } : {}), ...(u.fullName ? { fullName: u.fullName } : {}), ...(Object.keys(siteRoles).length ? { siteRoles } : {}) };
+}
+
+export type { SiteReference, UserReference };
