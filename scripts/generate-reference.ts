@@ -40,7 +40,7 @@ import {
   ATTR_TARGET_USER_ID,
   DERIVED_ATTRIBUTES,
   RAW_ATTRIBUTE_PREFIX,
-  RESOURCE_TENANT_ID,
+  RESOURCE_TABLEAU_TENANT_ID, RESOURCE_TENANT_LABEL,
   UNKNOWN_EVENT_TYPE,
   snakeCase,
 } from '../src/mapping/record-mapper.js';
@@ -424,10 +424,12 @@ export function renderReference(catalog: Catalog): string {
     ...table(
       ['Resource attribute', 'Value'],
       [
-        [code(ATTR_SERVICE_NAME), FAMILIES.map((f) => `${code(d[f].serviceName)} for ${f} events`).join(', ')],
-        [code(RESOURCE_TENANT_ID), 'the configured tenant'],
+        [code(ATTR_SERVICE_NAME), `${FAMILIES.map((f) => `${code(d[f].serviceName)} for ${f} events`).join(', ')}; the tenant's ${code('resource.serviceName')} instead, and a source's own (${code('tableau-server')}) before both`],
+        [code(RESOURCE_TABLEAU_TENANT_ID), `Tableau's tenant id: the tcm source's ${code('tenantId')}, else the object key's ${code('tenant=')} segment, else the tenant's ${code('resource.tableauTenantId')}; absent when none says it`],
+        [code(RESOURCE_TENANT_LABEL), `the daemon's tenant label (${code('tenants[].id')} of the config)`],
         [code(`${prefix}site_luid`), `the record's ${code('siteLuid')}, else the object key's ${code('siteLuid=')} segment`],
         [code(`${prefix}pod`), `the object key's ${code('pod=')} segment`],
+        ['(configured)', `the tenant's ${code('resource.attributes')} and its overrides' ${code('static:')} attributes, then what a source attaches to its objects (${code('host.name')}, …)`],
       ],
     ),
     '',

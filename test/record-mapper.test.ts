@@ -385,8 +385,8 @@ describe('RecordMapper: every catalog event type', () => {
       const res = out.resource.attributes;
       const wantRes: Record<string, string> =
         family === 'site'
-          ? { 'service.name': 'tableau-cloud', 'tableau.tenant.id': TENANT_ID, 'tableau.site_luid': RECORD_SITE_LUID, 'tableau.pod': POD }
-          : { 'service.name': 'tableau-cloud-manager', 'tableau.tenant.id': TENANT_ID };
+          ? { 'service.name': 'tableau-cloud', 'tableau_activity_otel.tenant': TENANT_ID, 'tableau.site_luid': RECORD_SITE_LUID, 'tableau.pod': POD }
+          : { 'service.name': 'tableau-cloud-manager', 'tableau.tenant.id': 'T', 'tableau_activity_otel.tenant': TENANT_ID }; // T: the key's tenant= segment
       if (JSON.stringify(Object.entries(res).sort()) !== JSON.stringify(Object.entries(wantRes).sort())) {
         p(`resource ${JSON.stringify(res)}, expected ${JSON.stringify(wantRes)}`);
       }
@@ -780,7 +780,7 @@ describe('RecordMapper: resource and body', () => {
     const r = ok(mapper().map(siteRecord({ siteLuid: 'rec-site' }), 1, ctxFor(SITE_KEY), OBSERVED));
     expect(r.resource.attributes).toEqual({
       'service.name': 'tableau-cloud',
-      'tableau.tenant.id': TENANT_ID,
+      'tableau_activity_otel.tenant': TENANT_ID,
       'tableau.site_luid': 'rec-site',
       'tableau.pod': POD,
     });
@@ -795,7 +795,7 @@ describe('RecordMapper: resource and body', () => {
 
   it('a key without pod/siteLuid gives a resource without them', () => {
     const r = ok(mapper().map(siteRecord(), 1, ctxFor('eventType=hist_access_view/f.txt'), OBSERVED));
-    expect(r.resource.attributes).toEqual({ 'service.name': 'tableau-cloud', 'tableau.tenant.id': TENANT_ID });
+    expect(r.resource.attributes).toEqual({ 'service.name': 'tableau-cloud', 'tableau_activity_otel.tenant': TENANT_ID });
   });
 
   it('records with different resources get different resource keys; same resource → same key', () => {

@@ -284,7 +284,7 @@ describe('replay of line letters', () => {
     const ref = await runCli(['run', '--once', '--config', refConfig]);
     expect(ref.code, ref.stderr).toBe(0);
     const want = new Map(reference.records().map((r) => [seqOf(r), r]));
-    expect(want.get(200)!.attributes['deployment.environment.name']).toBe('replay-test');
+    expect(want.get(200)!.resource['deployment.environment.name']).toBe('replay-test');
 
     // letters of k2 a connector bug kept from being mapped: one in today's format, one older without uidPrefix
     const handWritten = join(deadLetterDir(state), '2026-11-30.ndjson');

@@ -380,6 +380,8 @@ describe('tcm source through the CLI', () => {
     expect(received.length).toBe(eventIds.length + seqs.length);
     const uids = received.map((r) => r.attributes['log.record.uid']);
     expect(new Set(uids).size).toBe(received.length);
+    // Tableau's tenant id (the source's tenantId) on every resource, apart from our tenant label
+    expect(received.every((r) => r.resource['tableau.tenant.id'] === TENANT && typeof r.resource['tableau_activity_otel.tenant'] === 'string' && r.resource['tableau_activity_otel.tenant'] !== TENANT)).toBe(true);
     const byUid = new Map(received.map((r) => [r.attributes['log.record.uid'], r]));
     for (const id of eventIds) {
       const r = byUid.get(id);

@@ -23,7 +23,7 @@ import { basename, join, resolve } from 'node:path';
 import type { LoadedConfig, TenantConfig } from './config.js';
 import type { Logger } from './logger.js';
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
-import { loadTenantOverrides, overridesPath } from './tenant-runtime.js';
+import { loadTenantOverrides, processorTenant } from './tenant-runtime.js';
 import { createDestination, loadDestinationTypes } from '../export/destination-registry.js';
 import type { Destination } from '../export/destination.js';
 import { encodingKey, type EncodingSpec } from '../export/encodings.js';
@@ -347,9 +347,8 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
     await Promise.all([...targets.values()].map((t) => t.destination.shutdown().catch(() => undefined)));
     throw new ReplayUsageError(`--destination: tenant ${tenant.id} has no destination '${options.destination}' (its destinations: ${names.join(', ')})`);
   }
-  const overridesFile = overridesPath(tenant, job.loaded.baseDir);
   // the same processor `run` uses (in this thread: a replay is small), with the tenant's overrides
-  const pool = new EncodeWorkerPool(0, { catalog: job.catalog, scope: job.scope, tenants: [overridesFile ? { id: tenant.id, overridesFile } : { id: tenant.id }] });
+  const pool = new EncodeWorkerPool(0, { catalog: job.catalog, scope: job.scope, tenants: [processorTenant(tenant, job.loaded.baseDir)] });
   const dir = join(job.stateDir, tenant.id, 'dead-letter');
   const replayed = new ReplayRecordStore(dir);
   replayed.load();

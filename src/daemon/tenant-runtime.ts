@@ -23,6 +23,7 @@ import { CheckpointSaver, SourceRunner, type PipelineSettings, type TenantContex
 import type { Logger } from './logger.js';
 import type { DaemonMetrics } from './metrics.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
+import type { ProcessorTenant } from '../pipeline/chunk-processor.js';
 
 export interface TenantRuntimeOptions {
   catalog: Catalog;
@@ -202,4 +203,10 @@ export function loadTenantOverrides(config: TenantConfig, baseDir: string, catal
 
 export function overridesPath(config: TenantConfig, baseDir: string): string | undefined {
   return config.mappings ? resolve(baseDir, config.mappings) : undefined;
+}
+
+/** What the encode workers need of a tenant: its id, overrides file and resource settings. */
+export function processorTenant(config: TenantConfig, baseDir: string): ProcessorTenant {
+  const overridesFile = overridesPath(config, baseDir);
+  return { id: config.id, ...(overridesFile ? { overridesFile } : {}), ...(config.resource ? { resource: config.resource } : {}) };
 }

@@ -39,7 +39,7 @@ export class ObjectReader {
     const { settings, telemetry } = this;
     const started = Date.now();
     const tracker = new ObjectTracker(obj, this.commit);
-    const keyInfo = parseObjectKey(obj.key);
+    const keyInfo = obj.info ? { ...parseObjectKey(obj.key), ...obj.info } : parseObjectKey(obj.key);
     const uidPrefix = uidPrefixFor(obj.identity);
     let lastLine = obj.resumeAfterLine;
     // objects read from a byte offset: lines are numbered on from `startLine`, offsets counted from `startOffset`
