@@ -8,6 +8,7 @@
 import type { AttrValue } from './log-record.js';
 import type { FoundUser, ReferenceTable } from './reference-table.js';
 import { NamedUser } from './body-template.js';
+import { RESOURCE_SITE_CONTENT_URL, RESOURCE_SITE_NAME } from './attribute-names.js';
 import { ATTR_USER_EMAIL, ATTR_USER_FULL_NAME, ATTR_USER_NAME, ATTR_USER_ROLES } from './semantic-conventions.js';
 
 /** A tenant's reference data as a mapper sees it: none configured, configured but not loaded yet, or loaded. */
@@ -38,8 +39,7 @@ export const INITIATING_USER: UserAttributeNames = {
   roles: 'tableau.initiating_user.roles',
 };
 /** Resource attributes from the site's reference entry. */
-export const RESOURCE_SITE_NAME = 'tableau.site.name';
-export const RESOURCE_SITE_CONTENT_URL = 'tableau.site.content_url';
+export { RESOURCE_SITE_CONTENT_URL, RESOURCE_SITE_NAME };
 /** The field of a site record that names its initiating user. */
 export const INITIATING_USER_FIELD = 'initiatingUserLuid';
 
@@ -112,8 +112,8 @@ function addUser(sink: EnrichmentSink, names: UserAttributeNames, u: FoundUser, 
   if (u.email !== undefined && !sink.has(names.email)) sink.set(names.email, u.email);
   if (u.fullName !== undefined && !sink.has(names.fullName)) sink.set(names.fullName, u.fullName);
   if (siteLuid !== undefined && !sink.has(names.roles)) {
-    const role = u.roleOn(siteLuid);
-    if (role !== undefined) sink.set(names.roles, [role]);
+    const roles = u.rolesOn(siteLuid);
+    if (roles !== undefined) sink.set(names.roles, roles as string[]);
   }
 }
 
@@ -141,6 +141,15 @@ export interface BodyNaming {
 export function bodyNamingOf(alters: (name: string) => boolean): BodyNaming {
   const all = [ACTOR_USER, TARGET_USER, INITIATING_USER];
   return { fullName: !all.some((n) => alters(n.fullName)), name: !all.some((n) => alters(n.name)) };
+}
+
+/**
+ * Whether a body placeholder can name a user: `{user}` (the actor), `initiatingUserLuid`, and
+ * the fields of users, owners and contacts (`userLuid`, `newOwnerLuid`, `targetUserId`, …).
+ * Only these are looked up (the others are never a user's LUID).
+ */
+export function namesAUser(placeholder: string): boolean {
+  return placeholder === 'user' || /^(user|owner|contact)(Luid|Id)$/i.test(placeholder) || /(User|Owner|Contact)(Luid|Id)$/.test(placeholder);
 }
 
 /** A body placeholder's value: the user's name when it is the LUID of a user the table knows. */

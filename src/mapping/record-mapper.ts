@@ -18,7 +18,7 @@ import { eventTimeParts, fitsUnixNanos, parseEventTimeParts, toUnixNanos } from 
 import { NamedUser, compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
 import { jsonText } from '../core/json-text.js';
-import { ENRICHED_ALIASES, INITIATING_USER_FIELD, bodyNamingOf, enrichRecord, nameInBody, siteResourceAttributes, type BodyNaming, type TenantReference } from './enrichment.js';
+import { ENRICHED_ALIASES, INITIATING_USER_FIELD, bodyNamingOf, enrichRecord, nameInBody, namesAUser, siteResourceAttributes, type BodyNaming, type TenantReference } from './enrichment.js';
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
@@ -408,7 +408,7 @@ export class RecordMapper {
       const plain = this.bodyLookupOf(head, read);
       const { table } = reference;
       const naming = this.bodyNaming;
-      return (n) => nameInBody(table, naming, plain(n));
+      return (n) => (namesAUserCached(n) ? nameInBody(table, naming, plain(n)) : plain(n));
     }
     return this.bodyLookupOf(head, read);
   }
@@ -772,6 +772,17 @@ function guessFamily(rec: RecordFields): Family {
   if (typeof rec.get('siteLuid') === 'string' || typeof rec.get('actorUserLuid') === 'string') return 'site';
   if (typeof rec.get('eventId') === 'string' && rec.indexOf('eventVersion') >= 0) return 'tenant';
   return 'site';
+}
+
+const userPlaceholders = new Map<string, boolean>();
+/** namesAUser (enrichment.ts), once per placeholder name. */
+function namesAUserCached(placeholder: string): boolean {
+  let v = userPlaceholders.get(placeholder);
+  if (v === undefined) {
+    v = namesAUser(placeholder);
+    if (userPlaceholders.size < 10_000) userPlaceholders.set(placeholder, v);
+  }
+  return v;
 }
 
 const alternativesCache = new Map<string, readonly string[]>();

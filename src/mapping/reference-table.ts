@@ -6,16 +6,17 @@
  *
  * Layout (all sections 4-byte aligned, little-endian as the platform's typed arrays):
  *   header   Int32[HEADER_WORDS]: magic, version, counts and byte offsets of the sections
- *   user slots, site slots   Int32[2 × slots]: (hash of the LUID, entry index + 1; 0 = empty),
- *                            open addressing with linear probing, load at most 1/2
- *   user entries, site entries   Uint32[count + 1]: where each entry starts in the blob
+ *   user slots, site slots   Int32[2 × slots]: (hash of the LUID, where the entry starts in the
+ *                            blob + 1; 0 = empty), open addressing with linear probing, load at
+ *                            most 1/2 (a lookup reads one slot and the entry's bytes)
  *   dictionary   Uint32[count + 1]: strings many users share (the site LUIDs and role names of
  *                `siteRoles`), stored once
  *   blob     UTF-8 bytes. A user: id, name, email, fullName, then its site roles as a count and
- *            (site, role) dictionary indices; a site: id, name, contentUrl. A string is its byte
- *            length + 1 as a LEB128 number (0: absent) and its bytes; numbers are LEB128.
+ *            (site, role) dictionary indices; a site: id, name, contentUrl. A string is
+ *            2 × (its byte length + 1) + (1 when it is ASCII) as a LEB128 number (0: absent), then
+ *            its bytes (ASCII is decoded as Latin-1, faster than UTF-8); numbers are LEB128.
  */
-import type { ReferenceData, SiteReference, UserReference } from './reference-data.js';
+import type { ReferenceData } from './reference-data.js';
 
 const MAGIC = 0x54414f52; // "TAOR"
 const VERSION = 1;
@@ -24,11 +25,9 @@ const H_VERSION = 1;
 const H_USERS = 2;
 const H_USER_SLOTS = 3;
 const H_USER_SLOTS_AT = 4;
-const H_USER_ENTRIES_AT = 5;
 const H_SITES = 6;
 const H_SITE_SLOTS = 7;
 const H_SITE_SLOTS_AT = 8;
-const H_SITE_ENTRIES_AT = 9;
 const H_DICT = 10;
 const H_DICT_AT = 11;
 const H_BLOB_AT = 12;
@@ -37,8 +36,8 @@ const H_LOADED_AT_HI = 14;
 const H_LOADED_AT_LO = 15;
 const HEADER_WORDS = 16;
 
-/** Decoded entries each reader keeps (per worker and tenant); cleared when full. */
-const CACHE_ENTRIES = 20_000;
+/** Decoded users each reader keeps (per worker and tenant, about a MB at most), direct-mapped by their place in the table. */
+const CACHE_ENTRIES = 4096;
 
 /** A user as a lookup gives it: what the reference data says, and its site role on a site. */
 export interface FoundUser {
@@ -48,6 +47,8 @@ export interface FoundUser {
   readonly fullName: string | undefined;
   /** The user's site role on that site (undefined: none known). */
   roleOn(siteLuid: string): string | undefined;
+  /** The same as a one-item array (one array per user and site, reused: read-only). */
+  rolesOn(siteLuid: string): readonly string[] | undefined;
 }
 
 export interface FoundSite {
@@ -101,8 +102,17 @@ class BlobWriter {
     // at most 3 bytes per UTF-16 code unit; the length goes before the bytes, so write them after room for a 5-byte length
     this.room(5 + s.length * 3);
     const start = this.at;
-    const { written } = this.encoder.encodeInto(s, this.bytes.subarray(start + 5));
-    this.uint(written + 1);
+    const bytes = this.bytes;
+    // ASCII (nearly always) byte by byte; anything else through the encoder
+    let written = 0;
+    for (; written < s.length; written++) {
+      const c = s.charCodeAt(written);
+      if (c >= 0x80) break;
+      bytes[start + 5 + written] = c;
+    }
+    if (written < s.length) written = this.encoder.encodeInto(s, bytes.subarray(start + 5)).written;
+    // (as many bytes as code units: ASCII only)
+    this.uint((written + 1) * 2 + (written === s.length ? 1 : 0));
     this.bytes.copyWithin(this.at, start + 5, start + 5 + written);
     this.at += written;
   }
@@ -169,12 +179,8 @@ export function buildReferenceTable(data: Pick<ReferenceData, 'users' | 'sites' 
   let at = HEADER_WORDS * 4;
   const userSlotsAt = at;
   at += userSlots * 8;
-  const userEntriesAt = at;
-  at += userStarts.byteLength;
   const siteSlotsAt = at;
   at += siteSlots * 8;
-  const siteEntriesAt = at;
-  at += siteStarts.byteLength;
   const dictAt = at;
   at += dictStarts.byteLength;
   const blobAt = at;
@@ -186,23 +192,19 @@ export function buildReferenceTable(data: Pick<ReferenceData, 'users' | 'sites' 
   header[H_USERS] = users.length;
   header[H_USER_SLOTS] = userSlots;
   header[H_USER_SLOTS_AT] = userSlotsAt;
-  header[H_USER_ENTRIES_AT] = userEntriesAt;
   header[H_SITES] = sites.length;
   header[H_SITE_SLOTS] = siteSlots;
   header[H_SITE_SLOTS_AT] = siteSlotsAt;
-  header[H_SITE_ENTRIES_AT] = siteEntriesAt;
   header[H_DICT] = dict.size;
   header[H_DICT_AT] = dictAt;
   header[H_BLOB_AT] = blobAt;
   header[H_BLOB_BYTES] = blob.at;
   header[H_LOADED_AT_HI] = Math.floor(data.loadedAtMs / 2 ** 32);
   header[H_LOADED_AT_LO] = data.loadedAtMs % 2 ** 32;
-  new Uint32Array(sab, userEntriesAt, userStarts.length).set(userStarts);
-  new Uint32Array(sab, siteEntriesAt, siteStarts.length).set(siteStarts);
   new Uint32Array(sab, dictAt, dictStarts.length).set(dictStarts);
   new Uint8Array(sab, blobAt, blob.at).set(blob.bytes.subarray(0, blob.at));
-  fillSlots(new Int32Array(sab, userSlotsAt, userSlots * 2), users);
-  fillSlots(new Int32Array(sab, siteSlotsAt, siteSlots * 2), sites);
+  fillSlots(new Int32Array(sab, userSlotsAt, userSlots * 2), users, userStarts);
+  fillSlots(new Int32Array(sab, siteSlotsAt, siteSlots * 2), sites, siteStarts);
   return sab;
 }
 
@@ -218,20 +220,21 @@ function unique<T extends { id: string }>(entries: readonly T[]): T[] {
   return out;
 }
 
-function fillSlots(slots: Int32Array, entries: ReadonlyArray<{ id: string }>): void {
+function fillSlots(slots: Int32Array, entries: ReadonlyArray<{ id: string }>, starts: Uint32Array): void {
   const mask = slots.length / 2 - 1;
   entries.forEach((e, i) => {
     const h = hashOf(e.id);
     let s = h & mask;
     while (slots[s * 2 + 1] !== 0) s = (s + 1) & mask;
     slots[s * 2] = h;
-    slots[s * 2 + 1] = i + 1;
+    slots[s * 2 + 1] = starts[i]! + 1;
   });
 }
 
 class TableUser implements FoundUser {
-  private roles: Map<string, string> | undefined;
   constructor(
+    /** Where the entry starts in the table (its cache tag). */
+    readonly at: number,
     readonly id: string,
     readonly name: string | undefined,
     readonly email: string | undefined,
@@ -242,8 +245,11 @@ class TableUser implements FoundUser {
   ) {}
 
   roleOn(siteLuid: string): string | undefined {
-    this.roles ??= this.table.rolesAt(this.rolesAt);
-    return this.roles.get(siteLuid);
+    return this.rolesOn(siteLuid)?.[0];
+  }
+
+  rolesOn(siteLuid: string): readonly string[] | undefined {
+    return this.table.roleAt(this.rolesAt, siteLuid);
   }
 }
 
@@ -252,16 +258,22 @@ export class ReferenceTable {
   private readonly bytes: Buffer;
   private readonly users: number;
   private readonly userSlots: Int32Array;
-  private readonly userEntries: Uint32Array;
   private readonly sites: number;
   private readonly siteSlots: Int32Array;
-  private readonly siteEntries: Uint32Array;
   private readonly dictEntries: Uint32Array;
   private readonly dictStrings: Array<string | undefined>;
   private readonly blobAt: number;
   readonly loadedAtMs: number;
-  private readonly userCache = new Map<string, FoundUser | null>();
+  /** Decoded users, direct-mapped by where they start in the table. */
+  private readonly userCache: Array<TableUser | undefined> = new Array<TableUser | undefined>(CACHE_ENTRIES).fill(undefined);
+  /** Dictionary string → index (the site LUIDs and roles of `siteRoles`), made on first use. */
+  private dictIndex: Map<string, number> | undefined;
+  /** One-item arrays of the role names, by dictionary index (shared by every record: read-only). */
+  private readonly roleArrays = new Map<number, readonly [string]>();
   private readonly siteCache = new Map<string, FoundSite | null>();
+  /** The last user looked up (a record's actor is looked up for its attributes, then for its body). */
+  private lastKey: string | undefined;
+  private lastUser: TableUser | undefined;
   /** The position after the last string read. */
   private pos = 0;
 
@@ -271,10 +283,8 @@ export class ReferenceTable {
     this.bytes = Buffer.from(buffer);
     this.users = header[H_USERS]!;
     this.userSlots = new Int32Array(buffer, header[H_USER_SLOTS_AT]!, header[H_USER_SLOTS]! * 2);
-    this.userEntries = new Uint32Array(buffer, header[H_USER_ENTRIES_AT]!, this.users + 1);
     this.sites = header[H_SITES]!;
     this.siteSlots = new Int32Array(buffer, header[H_SITE_SLOTS_AT]!, header[H_SITE_SLOTS]! * 2);
-    this.siteEntries = new Uint32Array(buffer, header[H_SITE_ENTRIES_AT]!, this.sites + 1);
     this.dictEntries = new Uint32Array(buffer, header[H_DICT_AT]!, header[H_DICT]! + 1);
     this.dictStrings = new Array<string | undefined>(header[H_DICT]!);
     this.blobAt = header[H_BLOB_AT]!;
@@ -286,51 +296,65 @@ export class ReferenceTable {
   }
 
   user(luid: string): FoundUser | undefined {
-    const cached = this.userCache.get(luid);
-    if (cached !== undefined) return cached ?? undefined;
-    const i = this.find(this.userSlots, this.userEntries, luid);
-    let found: FoundUser | null = null;
-    if (i >= 0) {
-      this.pos = this.blobAt + this.userEntries[i]!;
-      this.skipString(); // id: the key
-      const name = this.string();
-      const email = this.string();
-      const fullName = this.string();
-      found = new TableUser(luid, name, email, fullName, this, this.pos);
+    if (luid === this.lastKey) return this.lastUser;
+    const at = this.find(this.userSlots, luid);
+    let found: TableUser | undefined;
+    if (at >= 0) {
+      const k = at % CACHE_ENTRIES;
+      found = this.userCache[k];
+      if (found === undefined || found.at !== at) {
+        this.pos = at;
+        this.skipString(); // id: the key
+        const name = this.string();
+        const email = this.string();
+        const fullName = this.string();
+        found = new TableUser(at, luid, name, email, fullName, this, this.pos);
+        this.userCache[k] = found;
+      }
     }
-    if (this.userCache.size >= CACHE_ENTRIES) this.userCache.clear();
-    this.userCache.set(luid, found);
-    return found ?? undefined;
+    this.lastKey = luid;
+    this.lastUser = found;
+    return found;
   }
 
   site(luid: string): FoundSite | undefined {
     const cached = this.siteCache.get(luid);
     if (cached !== undefined) return cached ?? undefined;
-    const i = this.find(this.siteSlots, this.siteEntries, luid);
+    const at = this.find(this.siteSlots, luid);
     let found: FoundSite | null = null;
-    if (i >= 0) {
-      this.pos = this.blobAt + this.siteEntries[i]!;
+    if (at >= 0) {
+      this.pos = at;
       this.skipString();
       const name = this.string();
       const contentUrl = this.string();
       found = { id: luid, name, contentUrl };
     }
-    if (this.siteCache.size >= CACHE_ENTRIES) this.siteCache.clear();
+    if (this.siteCache.size >= 10_000) this.siteCache.clear();
     this.siteCache.set(luid, found);
     return found ?? undefined;
   }
 
-  /** A user's site roles, from their place in the blob. */
-  rolesAt(at: number): Map<string, string> {
-    this.pos = at;
-    const n = this.uint();
-    const roles = new Map<string, string>();
-    for (let k = 0; k < n; k++) {
-      const site = this.uint();
-      const role = this.uint();
-      roles.set(this.dict(site), this.dict(role));
+  /** A user's site role on a site (as a one-item array), from the user's roles in the blob. */
+  roleAt(at: number, siteLuid: string): readonly [string] | undefined {
+    if (this.dictIndex === undefined) {
+      this.dictIndex = new Map();
+      for (let i = 0; i < this.dictStrings.length; i++) this.dictIndex.set(this.dict(i), i);
     }
-    return roles;
+    const site = this.dictIndex.get(siteLuid);
+    if (site === undefined) return undefined;
+    this.pos = at;
+    for (let n = this.uint(); n > 0; n--) {
+      const s = this.uint();
+      const role = this.uint();
+      if (s !== site) continue;
+      let roles = this.roleArrays.get(role);
+      if (roles === undefined) {
+        roles = [this.dict(role)];
+        this.roleArrays.set(role, roles);
+      }
+      return roles;
+    }
+    return undefined;
   }
 
   private dict(i: number): string {
@@ -345,21 +369,21 @@ export class ReferenceTable {
     return s;
   }
 
-  /** The entry index of `luid`, or -1. */
-  private find(slots: Int32Array, entries: Uint32Array, luid: string): number {
+  /** Where the entry of `luid` starts (absolute byte offset), or -1. */
+  private find(slots: Int32Array, luid: string): number {
     const mask = slots.length / 2 - 1;
     const h = hashOf(luid);
     for (let s = h & mask; ; s = (s + 1) & mask) {
       const e = slots[s * 2 + 1]!;
       if (e === 0) return -1;
-      if (slots[s * 2] === h && this.idIs(this.blobAt + entries[e - 1]!, luid)) return e - 1;
+      if (slots[s * 2] === h && this.idIs(this.blobAt + e - 1, luid)) return this.blobAt + e - 1;
     }
   }
 
   /** Whether the string at `at` is `s`. */
   private idIs(at: number, s: string): boolean {
     this.pos = at;
-    const len = this.uint() - 1;
+    const len = Math.floor(this.uint() / 2) - 1;
     const start = this.pos;
     if (len !== s.length) {
       // (same length in bytes and code units only for ASCII: compare the decoded text otherwise)
@@ -376,6 +400,9 @@ export class ReferenceTable {
 
   private uint(): number {
     const b = this.bytes;
+    const first = b[this.pos++]!;
+    if (first < 0x80) return first;
+    this.pos--;
     let n = 0;
     let shift = 0;
     for (;;) {
@@ -387,27 +414,16 @@ export class ReferenceTable {
   }
 
   private string(): string | undefined {
-    const len = this.uint();
-    if (len === 0) return undefined;
+    const head = this.uint();
+    if (head === 0) return undefined;
     const start = this.pos;
-    this.pos += len - 1;
-    return this.bytes.toString('utf8', start, this.pos);
+    this.pos += Math.floor(head / 2) - 1;
+    return this.bytes.toString(head & 1 ? 'latin1' : 'utf8', start, this.pos);
   }
 
   private skipString(): void {
-    const len = this.uint();
-    if (len > 0) this.pos += len - 1;
+    const head = this.uint();
+    if (head > 0) this.pos += Math.floor(head / 2) - 1;
   }
 }
 
-/** The reference data of a user as the table gives it back (for tests and tools). */
-export function userReferenceOf(u: FoundUser, sites: readonly string[]): UserReference {
-  const siteRoles: Record<string, string> = {};
-  for (const s of sites) {
-    const r = u.roleOn(s);
-    if (r !== undefined) siteRoles[s] = r;
-  }
-  return { id: u.id, ...(u.name ? { name: u.name } : {}), ...(u.email ? { email: u.email } : {}), ...(u.fullName ? { fullName: u.fullName } : {}), ...(Object.keys(siteRoles).length ? { siteRoles } : {}) };
-}
-
-export type { SiteReference, UserReference };
