@@ -62,8 +62,9 @@ const SEMCONV: Record<Family, Record<string, string>> = {
  * a tenant sign-in's new session, the sign-in URL; `keep` = the family move does not apply.
  */
 const PER_TYPE: Record<string, Record<string, string>> = {
-  login_authentication: { username: 'user.name', loginUrl: 'url.full' },
-  login_verification: { username: 'user.name' },
+  login_authentication: { username: 'user.name', loginUrl: 'url.full', acceptLanguage: 'http.request.header.accept-language' },
+  login_verification: { username: 'user.name', acceptLanguage: 'http.request.header.accept-language' },
+  vizql_http_request: { referrer: 'http.request.header.referer' },
   bridge_client_register: { userName: 'user.name' },
   site_storage_usage: { actorUsername: 'user.name' },
   hist_delete_refresh_token_session: { sessionId: 'keep' },
@@ -227,6 +228,11 @@ function expectedAttributes(
       const known = KNOWN_METHODS.includes(v.toUpperCase());
       out['http.request.method'] = known ? v.toUpperCase() : '_OTHER';
       if (!known || v !== v.toUpperCase()) out['http.request.method_original'] = v;
+      continue;
+    }
+    if (move?.startsWith('http.request.header.') && typeof v === 'string' && !(move in out)) {
+      // a request header is a string array by the conventions: one item, the value as sent
+      out[move] = [v];
       continue;
     }
     put(move ?? entry?.allAttributes.get(k)?.rename ?? `tableau.${expectedSnake(k)}`, k, v);

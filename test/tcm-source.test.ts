@@ -424,6 +424,8 @@ describe('tcm source through the CLI', () => {
     const letters = deadLetters().filter((l) => l.kind === 'line');
     expect(letters).toHaveLength(2);
     expect(letters.every((l) => l.object === files.find((f) => f.bad > 0)!.file.path && /invalid JSON/.test(l.reason as string))).toBe(true);
+    // with what the source knew of the file (Tableau's tenant id), so a replay maps the lines the same way
+    expect(letters.every((l) => (l.info as Record<string, unknown> | undefined)?.tenantId === TENANT)).toBe(true);
 
     // the failure modes happened and were handled
     const reqs = server.requests;

@@ -76,6 +76,23 @@ describe('overrides through the mapper', () => {
     expect(JSON.stringify(r.record, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))).not.toContain('ann@acme.example');
   });
 
+  it("a user target's name (tableau.target.name) follows the override of the field it was copied from", () => {
+    const key = 'pod=p/siteLuid=S/y=2026/m=11/d=24/h=23/eventType=hist_delete_user/f.txt';
+    const record = { eventTime: '2026-11-24T23:00:00Z', actorUserLuid: 'admin-1', userLuid: 'u-9', name: 'erin@acme.example', email: 'erin@acme.example' };
+    const plain = mapWith('{}', record, key);
+    if (!plain.ok) throw new Error(plain.reason);
+    expect(plain.record.attributes['tableau.target.name']).toBe('erin@acme.example');
+    expect(plain.record.attributes['tableau.target.user.id']).toBe('u-9');
+    const hashed = mapWith(['attributes:', '  hash: [tableau.name, tableau.email]', 'hashKey: ${PII_KEY}'].join('\n'), record, key);
+    if (!hashed.ok) throw new Error(hashed.reason);
+    expect(hashed.record.attributes['tableau.target.name']).toBe(hmac('erin@acme.example'));
+    expect(JSON.stringify(hashed.record.attributes)).not.toContain('erin@');
+    expect(hashed.record.body).not.toContain('erin@');
+    const dropped = mapWith(['attributes:', '  drop: [tableau.name, tableau.email]'].join('\n'), record, key);
+    if (!dropped.ok) throw new Error(dropped.reason);
+    expect(dropped.record.attributes).not.toHaveProperty(['tableau.target.name']);
+  });
+
   it('an override on a semantic-convention name reaches every field that maps to it, including collision fallbacks', () => {
     // ipAddress takes client.address, sourceIp falls back to tableau.source_ip, and with
     // source_ip present too, to tableau.raw.sourceIp: none of the three may leave in clear

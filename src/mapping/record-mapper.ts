@@ -22,6 +22,7 @@ import { ENRICHED_ALIASES, INITIATING_USER_FIELD, bodyNamingOf, enrichRecord, na
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_REQUEST_HEADER_PREFIX,
   ATTR_HTTP_REQUEST_METHOD_ORIGINAL,
   ATTR_LOG_RECORD_UID,
   ATTR_SERVICE_NAME,
@@ -39,7 +40,7 @@ import {
 import type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
 import { DirectSink } from './direct-sink.js';
 import { ObjectFields, objectFields } from './object-fields.js';
-import { ROUTE_GENERIC, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
+import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
 import { OCSF_VERSION } from './mapping-file-schema.js';
 import { activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
@@ -257,7 +258,7 @@ export class RecordMapper {
     let move: string | undefined;
     if (k === 'eventTime') r.kind = ROUTE_SKIP;
     else if (k !== 'requestUri' && k !== 'initiatingUrl' && (move = this.moveOf(family, plan, k)) !== undefined) {
-      r.kind = move === ATTR_HTTP_REQUEST_METHOD ? ROUTE_HTTP_METHOD : move === ATTR_URL_FULL ? ROUTE_URL_FULL : ROUTE_SEMCONV;
+      r.kind = move === ATTR_HTTP_REQUEST_METHOD ? ROUTE_HTTP_METHOD : move === ATTR_URL_FULL ? ROUTE_URL_FULL : move.startsWith(ATTR_HTTP_REQUEST_HEADER_PREFIX) ? ROUTE_HTTP_HEADER : ROUTE_SEMCONV;
       r.name = move;
     } else if (k === 'requestUri') {
       r.kind = ROUTE_REQUEST_URI;
@@ -586,6 +587,13 @@ export class RecordMapper {
         case ROUTE_URL_FULL:
           if (rec.isString(i) && !sink.has(ATTR_URL_FULL)) {
             sink.setField(ATTR_URL_FULL, rec, i);
+            continue;
+          }
+          break;
+        case ROUTE_HTTP_HEADER:
+          if (rec.isString(i) && !sink.has(r.name)) {
+            sink.set(r.name, [rec.value(i) as string]);
+            sink.from?.(r.name, k);
             continue;
           }
           break;
