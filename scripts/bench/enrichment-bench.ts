@@ -23,6 +23,9 @@
  *    and the cost of enrichment in % of the pass.
  *
  * Everything stays in this machine (no network). Progress goes to stderr, the table to stdout.
+ * `npm run bench:enrichment` compiles this file with esbuild (dist/bench/) and runs it with plain
+ * node: under tsx, the code measured (dist/) would be tsx's transform of it, slower and not what
+ * the daemon runs.
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -228,7 +231,8 @@ const report: Record<string, unknown> = { cpus: os.cpus().length, node: process.
 const memory: Array<Record<string, number>> = [];
 for (const w of String(flags.workers).split(',').map(Number)) {
   progress(`memory: ${w} worker(s)`);
-  const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', path.join(REPO_ROOT, 'scripts', 'bench', 'enrichment-bench.ts'), '--memory-child', String(w), '--users', String(USERS), '--sites', String(SITES)], { encoding: 'utf8', cwd: REPO_ROOT, maxBuffer: 1 << 20 });
+  // (this same script, compiled: see the npm script; under tsx the code measured would be tsx's transform of it)
+  const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv.filter((a) => a !== '--expose-gc'), process.argv[1]!, '--memory-child', String(w), '--users', String(USERS), '--sites', String(SITES)], { encoding: 'utf8', cwd: REPO_ROOT, maxBuffer: 1 << 20 });
   if (child.status !== 0) {
     process.stderr.write(child.stderr);
     throw new Error(`memory child (${w} workers) failed: exit ${child.status}`);

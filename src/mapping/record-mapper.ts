@@ -403,19 +403,9 @@ export class RecordMapper {
   /** Body placeholders → values of the attributes as emitted (`read` by output name). */
   private bodyLookup(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
     const { eventType, plan, family, resource, rec, errorType } = head;
-    const reference = this.reference;
-    if (reference?.status === 'loaded') {
-      // a placeholder whose value is the LUID of a user the table knows shows the user's name
-      const plain = this.bodyLookupOf(head, read);
-      const { table } = reference;
-      const naming = this.bodyNaming;
-      return (n) => (namesAUserCached(n) ? nameInBody(table, naming, plain(n)) : plain(n));
-    }
-    return this.bodyLookupOf(head, read);
-  }
-
-  private bodyLookupOf(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
-    const { eventType, plan, family, resource, rec, errorType } = head;
+    // with reference data, a placeholder of a user whose LUID the table knows shows the user's name
+    const table = this.reference?.status === 'loaded' ? this.reference.table : undefined;
+    const naming = this.bodyNaming;
     return (n) => {
       switch (n) {
         case 'eventType':
@@ -432,7 +422,8 @@ export class RecordMapper {
           return path === undefined ? undefined : query === undefined ? path : `${String(path)}?${String(query)}`;
         }
       }
-      return read(this.bodyField(plan, family, n));
+      const v = read(this.bodyField(plan, family, n));
+      return table !== undefined && namesAUserCached(n) ? nameInBody(table, naming, v) : v;
     };
   }
 
@@ -636,7 +627,8 @@ export class RecordMapper {
     enrichRecord(reference.table, sink, {
       actor: read(ATTR_USER_ID),
       target: read(ATTR_TARGET_USER_ID),
-      initiating: head.family === 'site' ? head.rec.get(INITIATING_USER_FIELD) : undefined,
+      // (the initiating user is named apart only under impersonation, which setIdentity marks)
+      initiating: head.family === 'site' && sink.has(ATTR_IMPERSONATED) ? head.rec.get(INITIATING_USER_FIELD) : undefined,
       siteLuid,
     });
   }

@@ -57,10 +57,19 @@ export interface FoundSite {
   readonly contentUrl: string | undefined;
 }
 
-/** FNV-1a over the UTF-16 code units (a LUID is ASCII: its bytes). */
+/**
+ * FNV-1a over the UTF-16 code units and the length; of a string longer than 24 its first and
+ * last 12 (a LUID's random parts: as good a spread, in half the time of all 36).
+ */
 function hashOf(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  let h = Math.imul(0x811c9dc5 ^ s.length, 0x01000193);
+  const n = s.length;
+  if (n <= 24) {
+    for (let i = 0; i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  } else {
+    for (let i = 0; i < 12; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    for (let i = n - 12; i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  }
   return h | 0;
 }
 
