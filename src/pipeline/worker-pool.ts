@@ -288,6 +288,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.references.clear();
     for (const p of this.queue.splice(0)) p.reject(new Error('encode worker pool closed'));
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }
