@@ -12,6 +12,7 @@ export interface PipelineMetrics {
   readonly eventsByType: Counter<'tenant' | 'event_type'>;
   readonly eventsDeadLettered: Counter<'tenant' | 'source' | 'reason'>;
   readonly eventsDroppedByOverride: Counter<'tenant' | 'event_type'>;
+  readonly recordsUnenriched: Counter<'tenant'>;
   readonly exportRetries: Counter<'tenant' | 'destination'>;
   readonly batchesDeadLettered: Counter<'tenant' | 'destination'>;
   readonly entriesTruncated: Counter<'tenant' | 'destination'>;

@@ -91,6 +91,7 @@ export class DaemonMetrics implements PipelineMetrics {
   readonly eventsByType: Counter<'tenant' | 'event_type'>;
   readonly eventsDeadLettered: Counter<'tenant' | 'source' | 'reason'>;
   readonly eventsDroppedByOverride: Counter<'tenant' | 'event_type'>;
+  readonly recordsUnenriched: Counter<'tenant'>;
   readonly exportRetries: Counter<'tenant' | 'destination'>;
   readonly batchesDeadLettered: Counter<'tenant' | 'destination'>;
   readonly entriesTruncated: Counter<'tenant' | 'destination'>;
@@ -126,6 +127,7 @@ export class DaemonMetrics implements PipelineMetrics {
     this.eventsByType = capped({ name: 'tao_events_by_type_total', help: 'Records mapped, by event type', labelNames: ['tenant', 'event_type'], registers });
     this.eventsDeadLettered = capped({ name: 'tao_events_dead_lettered_total', help: 'Lines written to the dead-letter store', labelNames: ['tenant', 'source', 'reason'], registers });
     this.eventsDroppedByOverride = capped({ name: 'tao_events_dropped_by_override_total', help: "Records a tenant's overrides dropped", labelNames: ['tenant', 'event_type'], registers });
+    this.recordsUnenriched = new Counter({ name: 'tao_records_unenriched_total', help: "Records mapped while the tenant's reference data (enrichment) was not loaded yet: sent without the users' and sites' names", labelNames: ['tenant'], registers });
     this.exportRetries = new Counter({ name: 'tao_export_retries_total', help: 'Export attempts that will be retried', labelNames: ['tenant', 'destination'], registers });
     this.batchesDeadLettered = new Counter({ name: 'tao_batches_dead_lettered_total', help: 'Batches a destination rejected for good', labelNames: ['tenant', 'destination'], registers });
     this.entriesTruncated = new Counter({ name: 'tao_entries_truncated_total', help: "Entries shortened on purpose to fit a destination's per-entry size limit", labelNames: ['tenant', 'destination'], registers });

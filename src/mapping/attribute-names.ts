@@ -46,8 +46,11 @@ export const DERIVED_ATTRIBUTES = [
 export const RESOURCE_TABLEAU_TENANT_ID = 'tableau.tenant.id';
 /** The daemon's configured tenant label (`tenants[].id`), on every resource. */
 export const RESOURCE_TENANT_LABEL = 'tableau_activity_otel.tenant';
+/** The site's name and content URL from the tenant's reference data (enrichment), on the resource. */
+export const RESOURCE_SITE_NAME = 'tableau.site.name';
+export const RESOURCE_SITE_CONTENT_URL = 'tableau.site.content_url';
 /** Resource attributes the daemon sets itself: configured resource or static attributes cannot take these names. */
-export const RESERVED_RESOURCE_ATTRIBUTES: readonly string[] = ['service.name', RESOURCE_TABLEAU_TENANT_ID, RESOURCE_TENANT_LABEL, 'tableau.site_luid', 'tableau.pod'];
+export const RESERVED_RESOURCE_ATTRIBUTES: readonly string[] = ['service.name', RESOURCE_TABLEAU_TENANT_ID, RESOURCE_TENANT_LABEL, 'tableau.site_luid', 'tableau.pod', RESOURCE_SITE_NAME, RESOURCE_SITE_CONTENT_URL];
 
 const snakeCache = new Map<string, string>();
 /** `workbookLuid` → `workbook_luid`, `newS3BucketName` → `new_s3_bucket_name`, `URLPath` → `url_path`. */

@@ -8,6 +8,20 @@ import { jsonText } from '../core/json-text.js';
 
 export type ValueLookup = (name: string) => unknown;
 
+/**
+ * A placeholder's value that is a person's name (a user LUID the reference data knows, see
+ * mapping/enrichment.ts): shown as its text, and the word `user ` just before it is left out
+ * ("user 585b… downloaded" becomes "Ada Lovelace downloaded").
+ */
+export class NamedUser {
+  constructor(readonly text: string) {}
+}
+
+/** `out` without a trailing `user ` word (before a NamedUser). */
+export function withoutUserWord(out: string): string {
+  return out.endsWith('user ') && (out.length === 5 || out.charCodeAt(out.length - 6) === 0x20) ? out.slice(0, -5) : out;
+}
+
 type Part = { kind: 'text'; text: string } | { kind: 'field'; names: string[] } | { kind: 'optional'; parts: Part[] };
 
 export class TemplateError extends Error {}
@@ -68,6 +82,7 @@ export function templateFields(template: string): string[] {
 
 function show(v: unknown): string | undefined {
   if (v === null || v === undefined || v === '') return undefined;
+  if (v instanceof NamedUser) return v.text;
   if (typeof v === 'string') return v;
   if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
   return jsonText(v);
@@ -75,29 +90,36 @@ function show(v: unknown): string | undefined {
 
 export function compileTemplate(template: string): (lookup: ValueLookup) => string {
   const parts = parse(template);
-  const render = (ps: Part[], lookup: ValueLookup, strict: boolean): string | undefined => {
-    let out = '';
+  // (a [section] is rendered after the text before it, so that a name in it can take the word `user ` before it away)
+  const render = (ps: Part[], lookup: ValueLookup, strict: boolean, before: string): string | undefined => {
+    let out = before;
     for (const p of ps) {
       if (p.kind === 'text') out += p.text;
       else if (p.kind === 'field') {
         let v: string | undefined;
+        let named = false;
         for (const n of p.names) {
-          v = show(lookup(n));
-          if (v !== undefined) break;
+          const raw = lookup(n);
+          v = show(raw);
+          if (v !== undefined) {
+            named = raw instanceof NamedUser;
+            break;
+          }
         }
         if (v === undefined) {
           if (strict) return undefined;
           v = '?';
         }
+        if (named) out = withoutUserWord(out);
         out += v;
       } else {
-        out += render(p.parts, lookup, true) ?? '';
+        out = render(p.parts, lookup, true, out) ?? out;
       }
     }
     return out;
   };
   return (lookup) => {
-    const out = render(parts, lookup, false)!;
+    const out = render(parts, lookup, false, '')!;
     // a dropped [section] can leave doubled or edge spaces
     return out.includes('  ') || out.startsWith(' ') || out.endsWith(' ') ? out.replace(/\s{2,}/g, ' ').trim() : out;
   };

@@ -16,9 +16,10 @@ import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import type { WrapperFields } from '../decoding/wrapped-line.js';
 import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { eventTimeParts, fitsUnixNanos, parseEventTimeParts, toUnixNanos } from './event-time.js';
-import { compileTemplate, templateFields, type ValueLookup } from './body-template.js';
+import { NamedUser, compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
 import { jsonText } from '../core/json-text.js';
+import { ENRICHED_ALIASES, INITIATING_USER_FIELD, bodyNamingOf, enrichRecord, nameInBody, namesAUser, siteResourceAttributes, type BodyNaming, type TenantReference } from './enrichment.js';
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
@@ -144,6 +145,10 @@ export class RecordMapper {
   private readonly errorTypeFields: readonly string[];
   private readonly overrides: TenantOverrides;
   private readonly maxAttributes: number;
+  /** The tenant's reference data (enrichment.ts): none, pending, or a loaded table. */
+  private reference: TenantReference | undefined;
+  /** How bodies name users the table knows (the overrides decide). */
+  private readonly bodyNaming: BodyNaming;
 
   constructor(
     private readonly catalog: Catalog,
@@ -167,6 +172,29 @@ export class RecordMapper {
       severity: r.severity,
     }));
     this.errorTypeFields = d.severity.errorTypeFields;
+    this.bodyNaming = bodyNamingOf((name) => this.overrides.alters(name));
+  }
+
+  /**
+   * The tenant's reference data for the records mapped from now on: `undefined` (none: records
+   * are not enriched), pending (not loaded yet: not enriched either, see enrichmentPending) or a
+   * loaded table. Resources are built afresh (they carry the site's name).
+   */
+  setReference(reference: TenantReference | undefined): void {
+    const hadTable = this.reference?.status === 'loaded';
+    this.reference = reference;
+    // plans remember which attributes mapDirect keeps for later (the join reads the user ids)
+    if (hadTable !== (reference?.status === 'loaded')) {
+      this.plans.clear();
+      this.lastPlan = undefined;
+    }
+    this.resources.clear();
+    this.lastResource = undefined;
+  }
+
+  /** Enrichment is configured for the tenant but its data has not been loaded yet (records go unenriched). */
+  get enrichmentPending(): boolean {
+    return this.reference?.status === 'pending';
   }
 
   /** The previous record's plan (records of an object share their event type). */
@@ -300,10 +328,14 @@ export class RecordMapper {
     const head = this.mapInto(fields, line, ctx, sink);
     if (!head.ok) return head;
     const { eventType, plan, resource } = head;
+    // the join adds what the reference data knows (never over the record's own values), before
+    // the overrides: they apply to what it added as to the rest
+    const reference = this.reference;
+    if (reference?.status === 'loaded') this.enrich(reference, head, sink, (name) => attrs[name]);
     if (this.overrides.active) {
       this.overrides.applyToAttributes(attrs, sources && ((name) => {
         const source = sources.get(name);
-        return source === undefined ? undefined : this.namesOfField(head.family, plan, source);
+        return source === undefined ? ENRICHED_ALIASES.get(name) : this.namesOfField(head.family, plan, source);
       }));
     }
     // The body is rendered from the attributes as they leave (after the overrides), so a value a
@@ -353,6 +385,8 @@ export class RecordMapper {
     const head = this.mapInto(fields, line, ctx, sink);
     if (!head.ok) return head;
     const { eventType, plan } = head;
+    const reference = this.reference;
+    if (reference?.status === 'loaded') this.enrich(reference, head, sink, (name) => sink.read(name));
     const lookup = this.bodyLookup(head, (name) => sink.read(name));
     out.end(renderBody(plan, eventType, lookup, head.errorType));
     // (one result object per mapper, read by the caller before the next record)
@@ -372,6 +406,9 @@ export class RecordMapper {
   /** Body placeholders → values of the attributes as emitted (`read` by output name). */
   private bodyLookup(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
     const { eventType, plan, family, resource, rec, errorType } = head;
+    // with reference data, a placeholder of a user whose LUID the table knows shows the user's name
+    const table = this.reference?.status === 'loaded' ? this.reference.table : undefined;
+    const naming = this.bodyNaming;
     return (n) => {
       switch (n) {
         case 'eventType':
@@ -388,7 +425,8 @@ export class RecordMapper {
           return path === undefined ? undefined : query === undefined ? path : `${String(path)}?${String(query)}`;
         }
       }
-      return read(this.bodyField(plan, family, n));
+      const v = read(this.bodyField(plan, family, n));
+      return table !== undefined && namesAUserCached(n) ? nameInBody(table, naming, v) : v;
     };
   }
 
@@ -405,6 +443,11 @@ export class RecordMapper {
           w.set(ATTR_URL_PATH, n);
           w.set(ATTR_URL_QUERY, n);
         } else w.set(this.bodyField(plan, family, n), n);
+      }
+      // the join reads the user ids as mapped (a plan made while a table is loaded; see setReference)
+      if (this.reference?.status === 'loaded') {
+        if (!w.has(ATTR_USER_ID)) w.set(ATTR_USER_ID, 'user');
+        if (!w.has(ATTR_TARGET_USER_ID)) w.set(ATTR_TARGET_USER_ID, ATTR_TARGET_USER_ID);
       }
       plan.bodyWantedByFamily[family] = w;
     }
@@ -581,6 +624,19 @@ export class RecordMapper {
     return { ok: true, seconds, nanos, severity, eventType, plan, family, resource, rec, errorType };
   }
 
+  /** The join of a mapped record with the tenant's loaded reference data (enrichment.ts). */
+  private enrich(reference: Extract<TenantReference, { status: 'loaded' }>, head: { resource: ResourceDescriptor; rec: RecordFields; family: Family }, sink: AttributeSink, read: (outputName: string) => AttrValue | undefined): void {
+    const site = head.resource.attributes[this.prefix + 'site_luid'];
+    const siteLuid = typeof site === 'string' ? site : undefined;
+    enrichRecord(reference.table, sink, {
+      actor: read(ATTR_USER_ID),
+      target: read(ATTR_TARGET_USER_ID),
+      // (the initiating user is named apart only under impersonation, which setIdentity marks)
+      initiating: head.family === 'site' && sink.has(ATTR_IMPERSONATED) ? head.rec.get(INITIATING_USER_FIELD) : undefined,
+      siteLuid,
+    });
+  }
+
   /**
    * Derived from the user fields (their originals stay under their usual names): `user.roles`
    * from tenant `initiatingUserRole` or site `siteRoleId` (its documented role name; an
@@ -705,6 +761,8 @@ export class RecordMapper {
       attributes[RESOURCE_TENANT_LABEL] = this.options.tenantId;
       if (siteLuid) attributes[this.prefix + 'site_luid'] = siteLuid;
       if (key.pod) attributes[this.prefix + 'pod'] = key.pod;
+      // the site's name and content URL from the reference data (the cache is emptied when it changes)
+      if (this.reference?.status === 'loaded') Object.assign(attributes, siteResourceAttributes(this.reference.table, siteLuid));
       for (const [k, v] of Object.entries(settings?.attributes ?? {})) setOwn(attributes, k, v);
       for (const [k, v] of this.overrides.staticAttributes) setOwn(attributes, k, v);
       if (own) for (const [k, v] of Object.entries(own)) setOwn(attributes, k, v);
@@ -727,6 +785,17 @@ function guessFamily(rec: RecordFields): Family {
   if (typeof rec.get('siteLuid') === 'string' || typeof rec.get('actorUserLuid') === 'string') return 'site';
   if (typeof rec.get('eventId') === 'string' && rec.indexOf('eventVersion') >= 0) return 'tenant';
   return 'site';
+}
+
+const userPlaceholders = new Map<string, boolean>();
+/** namesAUser (enrichment.ts), once per placeholder name. */
+function namesAUserCached(placeholder: string): boolean {
+  let v = userPlaceholders.get(placeholder);
+  if (v === undefined) {
+    v = namesAUser(placeholder);
+    if (userPlaceholders.size < 10_000) userPlaceholders.set(placeholder, v);
+  }
+  return v;
 }
 
 const alternativesCache = new Map<string, readonly string[]>();
@@ -753,9 +822,10 @@ function renderBody(plan: TypePlan, eventType: string, lookup: ValueLookup, erro
 
 /** The body of event types whose mapping file has no template: a short summary, never the raw JSON. */
 function defaultBody(eventType: string, lookup: ValueLookup, errorType: string | undefined): string {
-  const user = firstString(lookup('user'), lookup('actorUserId'));
+  const named = lookup('user');
+  const user = named instanceof NamedUser ? named.text : firstString(named, lookup('actorUserId'));
   let body = eventType.replace(/_/g, ' ');
-  if (user) body += ` by user ${user}`;
+  if (user) body += named instanceof NamedUser ? ` by ${user}` : ` by user ${user}`;
   if (errorType !== undefined) {
     body += errorType === ERROR_TYPE_OTHER ? ' failed' : ` failed (${errorType})`;
     return body;

@@ -31,6 +31,7 @@ import { jsonText } from '../core/json-text.js';
 import { outputNamesOf, type Catalog } from './catalog.js';
 import { ATTR_EVENT_SUB_TYPE, DERIVED_ATTRIBUTES, RESERVED_RESOURCE_ATTRIBUTES } from './attribute-names.js';
 import { ATTR_HTTP_REQUEST_METHOD_ORIGINAL, ATTR_USER_ROLES } from './semantic-conventions.js';
+import { ENRICHED_ATTRIBUTES } from './enrichment.js';
 
 const nameList = z.array(z.string().min(1)).default([]);
 
@@ -149,6 +150,11 @@ export class TenantOverrides {
     return undefined;
   }
 
+  /** Whether drop, redact or hash apply to an attribute of this name (its value does not leave as it is). */
+  alters(name: string): boolean {
+    return this.touchesAttributes && this.actionOf(name) !== NONE;
+  }
+
   /** What drop/redact/hash say about one name (NONE, HASH, REDACT, DROP: the strongest wins). */
   private actionOf(name: string): number {
     let a = this.actionCache.get(name);
@@ -206,7 +212,7 @@ export function loadOverrides(file: string, env: NodeJS.ProcessEnv = process.env
  * record would carry one attribute name twice. Throws a FileError naming the overrides file.
  */
 export function checkOverridesAgainstCatalog(overrides: TenantOverrides, catalog: Catalog): void {
-  const emitted = new Set<string>([...DERIVED_ATTRIBUTES, ATTR_HTTP_REQUEST_METHOD_ORIGINAL, ATTR_USER_ROLES, ATTR_EVENT_SUB_TYPE]);
+  const emitted = new Set<string>([...DERIVED_ATTRIBUTES, ATTR_HTTP_REQUEST_METHOD_ORIGINAL, ATTR_USER_ROLES, ATTR_EVENT_SUB_TYPE, ...ENRICHED_ATTRIBUTES]);
   for (const family of ['site', 'tenant'] as const) for (const target of Object.values(catalog.defaults[family].semanticConventions)) emitted.add(target);
   for (const entry of catalog.eventTypes.values()) for (const out of outputNamesOf(entry, entry.allAttributes, catalog.defaults).values()) emitted.add(out);
   const problems: string[] = [];

@@ -17,6 +17,14 @@ import { unwrapLine } from '../decoding/wrapped-line.js';
 import { parseJsonExact } from '../decoding/exact-json.js';
 import { toUnixNanos } from '../mapping/event-time.js';
 import { createEncoder, encodingKey, type EncodeResult, type Encoder, type EncodingSpec } from '../export/encodings.js';
+import { ReferenceTable } from '../mapping/reference-table.js';
+import type { TenantReference } from '../mapping/enrichment.js';
+
+/**
+ * A tenant's reference data as it travels to the processors: pending, or loaded as the table's
+ * SharedArrayBuffer (mapping/reference-table.ts: read in place, never copied per worker).
+ */
+export type PublishedReference = { status: 'pending' } | { status: 'loaded'; buffer: SharedArrayBuffer };
 
 export interface ProcessorTenant {
   id: string;
@@ -84,6 +92,8 @@ export interface ChunkResult {
   unknownAttributes: Record<string, number>;
   /** Newest eventTime mapped, ns as a decimal string ('0' when none). */
   newestTimeUnixNano: string;
+  /** Records mapped while the tenant's reference data was still pending (sent unenriched); absent when none. */
+  unenriched?: number;
   /**
    * Per encoding (absent, or null for an encoding with one body): where each body's first
    * record came from. Bodies take the records in order, so body k holds the records of the lines
@@ -124,6 +134,18 @@ export class ChunkProcessor {
       const overrides: TenantOverrides | undefined = t.overridesFile ? loadOverrides(t.overridesFile) : undefined;
       this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, maxAttributesPerRecord: this.maxFields, ...(overrides ? { overrides } : {}), ...(t.resource ? { resource: t.resource } : {}) }));
     }
+  }
+
+  /**
+   * The tenant's reference data for the tasks processed from now on (`undefined`: withdrawn, no
+   * reference to the table is kept).
+   */
+  setReference(tenant: string, published: PublishedReference | undefined): void {
+    const mapper = this.mappers.get(tenant);
+    if (!mapper) return;
+    const reference: TenantReference | undefined =
+      published === undefined ? undefined : published.status === 'pending' ? { status: 'pending' } : { status: 'loaded', table: new ReferenceTable(published.buffer) };
+    mapper.setReference(reference);
   }
 
   private encoder(spec: EncodingSpec): Encoder {
@@ -185,6 +207,7 @@ export class ChunkProcessor {
   process(task: ChunkTask): ChunkResult {
     const mapper = this.mappers.get(task.tenant);
     if (!mapper) throw new Error(`encode worker: unknown tenant ${task.tenant}`);
+    const unenriched = mapper.enrichmentPending;
     const observed = BigInt(task.observedTimeUnixNano);
     const records: MappedLogRecord[] = [];
     /** Where each of `records` came from (the object path), for a record no encoder can take. */
@@ -369,11 +392,13 @@ export class ChunkProcessor {
       direct ? new Set(directBody ? [directBody] : []) : undefined,
     );
     const truncated = encoded.some((e) => (e.truncated ?? 0) > 0) ? encoded.map((e) => e.truncated ?? 0) : undefined;
+    const recordCount = direct ? direct.count : records.length;
     return {
       payloads,
       ...(truncated ? { truncated } : {}),
       ...(bodyStarts ? { bodyStarts } : {}),
-      records: direct ? direct.count : records.length,
+      records: recordCount,
+      ...(unenriched && recordCount > 0 ? { unenriched: recordCount } : {}),
       linesRead,
       deadLetters,
       droppedByType,

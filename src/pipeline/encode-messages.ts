@@ -1,5 +1,5 @@
 /** Messages between the encode worker pool (main thread) and its workers. */
-import type { ChunkResult, ChunkTask, ProcessorInit } from './chunk-processor.js';
+import type { ChunkResult, ChunkTask, ProcessorInit, PublishedReference } from './chunk-processor.js';
 import type { SharedRange } from './shared-buffers.js';
 
 /** The setup of a worker started before the configuration was read (it has no workerData). */
@@ -13,6 +13,13 @@ export interface BuffersMessage {
   kind: 'buffers';
   inputs: Array<[number, SharedArrayBuffer]>;
   outputs: Array<[number, SharedArrayBuffer]>;
+}
+
+/** A tenant's reference data for the tasks after this message (`data` absent: withdrawn). */
+export interface ReferenceMessage {
+  kind: 'reference';
+  tenant: string;
+  data?: PublishedReference;
 }
 
 export interface TaskMessage {

@@ -2,7 +2,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { ChunkProcessor, type ProcessorInit } from './chunk-processor.js';
 import { coversItsBuffer, payloadOwnsItsBuffer } from './transfer.js';
-import type { BuffersMessage, InitMessage, ResultMessage, TaskMessage, WirePayload } from './encode-messages.js';
+import type { BuffersMessage, InitMessage, ReferenceMessage, ResultMessage, TaskMessage, WirePayload } from './encode-messages.js';
 
 // set up from workerData, or by the first message when started early (encode-worker-prewarm.ts)
 let processor: ChunkProcessor | null = workerData ? new ChunkProcessor(workerData as ProcessorInit) : null;
@@ -10,9 +10,14 @@ let processor: ChunkProcessor | null = workerData ? new ChunkProcessor(workerDat
 const inputs = new Map<number, Uint8Array>();
 const outputs = new Map<number, Uint8Array>();
 
-parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage) => {
+parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | ReferenceMessage) => {
   if (msg.kind === 'init') {
     processor = new ChunkProcessor(msg.init);
+    return;
+  }
+  if (msg.kind === 'reference') {
+    // (the pool sends it after the setup; the table's buffer is shared, not copied)
+    processor?.setReference(msg.tenant, msg.data);
     return;
   }
   if (msg.kind === 'buffers') {

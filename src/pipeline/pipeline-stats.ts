@@ -10,6 +10,8 @@ export class PipelineStats {
   deadLetteredLines = 0;
   deadLetteredBatches = 0;
   droppedByOverride = 0;
+  /** Records mapped while the tenant's reference data was pending (sent unenriched). */
+  recordsUnenriched = 0;
   /** Entries a destination's encoder shortened to fit its per-entry limit (summed over destinations). */
   truncatedEntries = 0;
   /** Newest exported eventTime, ns since the epoch. */

@@ -139,6 +139,10 @@ export class PipelineTelemetry {
     this.progress.events += result.linesRead;
     stats.recordsMapped += result.records;
     metrics?.eventsRead.inc({ tenant, source: this.source }, result.linesRead);
+    if (result.unenriched) {
+      stats.recordsUnenriched += result.unenriched;
+      metrics?.recordsUnenriched.inc({ tenant }, result.unenriched);
+    }
     for (const [type, n] of Object.entries(result.droppedByType)) {
       stats.droppedByOverride += n;
       metrics?.eventsDroppedByOverride.inc({ tenant, event_type: type }, n);

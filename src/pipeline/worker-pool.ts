@@ -5,9 +5,11 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ENCODE_WORKER_FILE, WORKER_LIMITS, releasePrewarmedWorkers, takePrewarmedWorker } from './encode-worker-prewarm.js';
-import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit } from './chunk-processor.js';
+import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit, type PublishedReference } from './chunk-processor.js';
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
-import type { BuffersMessage, InitMessage, ResultMessage, TaskMessage } from './encode-messages.js';
+import type { BuffersMessage, InitMessage, ReferenceMessage, ResultMessage, TaskMessage } from './encode-messages.js';
+import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
+import { buildReferenceTable } from '../mapping/reference-table.js';
 
 /**
  * A task failed while being processed: the processor threw (outside its per-line guard), or the
@@ -61,8 +63,10 @@ const OUTPUT_BUFFER_BYTES = 8 << 20;
 const MAX_SHARED_BUFFERS = 16;
 const EMPTY = new Uint8Array(0);
 
-export class EncodeWorkerPool {
+export class EncodeWorkerPool implements ReferenceDataSink {
   private readonly slots: Slot[] = [];
+  /** Each tenant's reference data as published (a loaded table is one SharedArrayBuffer all workers read). */
+  private readonly references = new Map<string, PublishedReference>();
   private readonly queue: Pending[] = [];
   private readonly inline: ChunkProcessor | null;
   private nextId = 1;
@@ -86,6 +90,11 @@ export class EncodeWorkerPool {
     if (prewarmed) {
       const setup: InitMessage = { kind: 'init', init: this.init };
       prewarmed.postMessage(setup);
+    }
+    // a worker started later (a replacement) reads the current reference data too
+    for (const [tenant, data] of this.references) {
+      const msg: ReferenceMessage = { kind: 'reference', tenant, data };
+      worker.postMessage(msg);
     }
     const slot: Slot = { worker, busy: new Map(), knownInputs: new Set(), knownOutputs: new Set() };
     worker.on('message', (msg: ResultMessage) => {
@@ -248,6 +257,30 @@ export class EncodeWorkerPool {
     }
   }
 
+  /**
+   * A tenant's reference data (users, sites) for the tasks that start after this call: a loaded
+   * copy is built into one compact table in a SharedArrayBuffer that every worker reads in place
+   * (mapping/reference-table.ts); `undefined` withdraws it (the pool and the workers keep no
+   * reference to the table: its memory is freed). A tenant this pool was not set up for is ignored.
+   */
+  publishReferenceData(tenantId: string, data: ReferenceData | undefined): void {
+    if (this.closed || !this.init.tenants.some((t) => t.id === tenantId)) return;
+    const published: PublishedReference | undefined =
+      data === undefined ? undefined : data.status === 'pending' ? { status: 'pending' } : { status: 'loaded', buffer: buildReferenceTable(data) };
+    if (published) this.references.set(tenantId, published);
+    else this.references.delete(tenantId);
+    this.inline?.setReference(tenantId, published);
+    const msg: ReferenceMessage = { kind: 'reference', tenant: tenantId, ...(published ? { data: published } : {}) };
+    for (const s of this.slots) s.worker.postMessage(msg);
+  }
+
+  /** Bytes of reference tables the pool holds now (shared by its workers). */
+  get referenceBytes(): number {
+    let n = 0;
+    for (const r of this.references.values()) if (r.status === 'loaded') n += r.buffer.byteLength;
+    return n;
+  }
+
   /** Shared buffers lent out now (input, output): back to 0 once every result is released. */
   get sharedBuffersInUse(): { inputs: number; outputs: number } {
     return { inputs: this.inputs.inUse, outputs: this.outputs.inUse };
@@ -255,6 +288,7 @@ export class EncodeWorkerPool {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.references.clear();
     for (const p of this.queue.splice(0)) p.reject(new Error('encode worker pool closed'));
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }

@@ -1,0 +1,438 @@
+/**
+ * A tenant's reference data (users and sites, reference-data.ts) as one compact table in a
+ * SharedArrayBuffer: built once in the main thread, read in place by every encode worker
+ * (a worker is handed the buffer, not a copy; a found entry's strings are decoded on lookup and
+ * kept in a small per-worker cache).
+ *
+ * Layout (all sections 4-byte aligned, little-endian as the platform's typed arrays):
+ *   header   Int32[HEADER_WORDS]: magic, version, counts and byte offsets of the sections
+ *   user slots, site slots   Int32[2 × slots]: (hash of the LUID, where the entry starts in the
+ *                            blob + 1; 0 = empty), open addressing with linear probing, load at
+ *                            most 1/2 (a lookup reads one slot and the entry's bytes)
+ *   dictionary   Uint32[count + 1]: strings many users share (the site LUIDs and role names of
+ *                `siteRoles`), stored once
+ *   blob     UTF-8 bytes. A user: id, name, email, fullName, then its site roles as a count and
+ *            (site, role) dictionary indices; a site: id, name, contentUrl. A string is
+ *            2 × (its byte length + 1) + (1 when it is ASCII) as a LEB128 number (0: absent), then
+ *            its bytes (ASCII is decoded as Latin-1, faster than UTF-8); numbers are LEB128.
+ */
+import type { ReferenceData } from './reference-data.js';
+
+const MAGIC = 0x54414f52; // "TAOR"
+const VERSION = 1;
+const H_MAGIC = 0;
+const H_VERSION = 1;
+const H_USERS = 2;
+const H_USER_SLOTS = 3;
+const H_USER_SLOTS_AT = 4;
+const H_SITES = 6;
+const H_SITE_SLOTS = 7;
+const H_SITE_SLOTS_AT = 8;
+const H_DICT = 10;
+const H_DICT_AT = 11;
+const H_BLOB_AT = 12;
+const H_BLOB_BYTES = 13;
+const H_LOADED_AT_HI = 14;
+const H_LOADED_AT_LO = 15;
+const HEADER_WORDS = 16;
+
+/** Decoded users each reader keeps (per worker and tenant, about a MB at most), direct-mapped by their place in the table. */
+const CACHE_ENTRIES = 4096;
+
+/** A user as a lookup gives it: what the reference data says, and its site role on a site. */
+export interface FoundUser {
+  readonly id: string;
+  readonly name: string | undefined;
+  readonly email: string | undefined;
+  readonly fullName: string | undefined;
+  /** The user's site role on that site (undefined: none known). */
+  roleOn(siteLuid: string): string | undefined;
+  /** The same as a one-item array (one array per user and site, reused: read-only). */
+  rolesOn(siteLuid: string): readonly string[] | undefined;
+}
+
+export interface FoundSite {
+  readonly id: string;
+  readonly name: string | undefined;
+  readonly contentUrl: string | undefined;
+}
+
+/**
+ * FNV-1a over the UTF-16 code units and the length; of a string longer than 24 its first and
+ * last 12 (a LUID's random parts: as good a spread, in half the time of all 36).
+ */
+function hashOf(s: string): number {
+  let h = Math.imul(0x811c9dc5 ^ s.length, 0x01000193);
+  const n = s.length;
+  if (n <= 24) {
+    for (let i = 0; i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  } else {
+    for (let i = 0; i < 12; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    for (let i = n - 12; i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  }
+  return h | 0;
+}
+
+function slotsFor(count: number): number {
+  let n = 16;
+  while (n < count * 2) n *= 2;
+  return n;
+}
+
+/** A growing byte buffer for the blob. */
+class BlobWriter {
+  bytes = new Uint8Array(1 << 20);
+  at = 0;
+  private readonly encoder = new TextEncoder();
+
+  private room(n: number): void {
+    if (this.at + n <= this.bytes.length) return;
+    let size = this.bytes.length * 2;
+    while (size < this.at + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.bytes.subarray(0, this.at));
+    this.bytes = next;
+  }
+
+  uint(n: number): void {
+    this.room(5);
+    while (n >= 0x80) {
+      this.bytes[this.at++] = (n & 0x7f) | 0x80;
+      n >>>= 7;
+    }
+    this.bytes[this.at++] = n;
+  }
+
+  string(s: string | undefined): void {
+    if (s === undefined || s === '') {
+      this.uint(0);
+      return;
+    }
+    // at most 3 bytes per UTF-16 code unit; the length goes before the bytes, so write them after room for a 5-byte length
+    this.room(5 + s.length * 3);
+    const start = this.at;
+    const bytes = this.bytes;
+    // ASCII (nearly always) byte by byte; anything else through the encoder
+    let written = 0;
+    for (; written < s.length; written++) {
+      const c = s.charCodeAt(written);
+      if (c >= 0x80) break;
+      bytes[start + 5 + written] = c;
+    }
+    if (written < s.length) written = this.encoder.encodeInto(s, bytes.subarray(start + 5)).written;
+    // (as many bytes as code units: ASCII only)
+    this.uint((written + 1) * 2 + (written === s.length ? 1 : 0));
+    this.bytes.copyWithin(this.at, start + 5, start + 5 + written);
+    this.at += written;
+  }
+}
+
+/** What a build measured (for logs and the memory report). */
+export interface ReferenceTableSize {
+  users: number;
+  sites: number;
+  /** The SharedArrayBuffer's size. */
+  bytes: number;
+}
+
+/**
+ * Build the table of one tenant's loaded data. Entries without an id are left out; of two
+ * entries with the same id the first counts. The result is one SharedArrayBuffer.
+ */
+export function buildReferenceTable(data: Pick<ReferenceData, 'users' | 'sites' | 'loadedAtMs'>): SharedArrayBuffer {
+  const blob = new BlobWriter();
+  const dict = new Map<string, number>();
+  const dictIndex = (s: string): number => {
+    let i = dict.get(s);
+    if (i === undefined) {
+      i = dict.size;
+      dict.set(s, i);
+    }
+    return i;
+  };
+  const users = unique(data.users);
+  const sites = unique(data.sites);
+  const userStarts = new Uint32Array(users.length + 1);
+  users.forEach((u, i) => {
+    userStarts[i] = blob.at;
+    blob.string(u.id);
+    blob.string(u.name);
+    blob.string(u.email);
+    blob.string(u.fullName);
+    const roles = u.siteRoles ? Object.entries(u.siteRoles).filter(([s, r]) => s !== '' && typeof r === 'string' && r !== '') : [];
+    blob.uint(roles.length);
+    for (const [site, role] of roles) {
+      blob.uint(dictIndex(site));
+      blob.uint(dictIndex(role));
+    }
+  });
+  userStarts[users.length] = blob.at;
+  const siteStarts = new Uint32Array(sites.length + 1);
+  sites.forEach((s, i) => {
+    siteStarts[i] = blob.at;
+    blob.string(s.id);
+    blob.string(s.name);
+    blob.string(s.contentUrl);
+  });
+  siteStarts[sites.length] = blob.at;
+  const dictStarts = new Uint32Array(dict.size + 1);
+  let k = 0;
+  for (const s of dict.keys()) {
+    dictStarts[k++] = blob.at;
+    blob.string(s);
+  }
+  dictStarts[dict.size] = blob.at;
+
+  const userSlots = slotsFor(users.length);
+  const siteSlots = slotsFor(sites.length);
+  let at = HEADER_WORDS * 4;
+  const userSlotsAt = at;
+  at += userSlots * 8;
+  const siteSlotsAt = at;
+  at += siteSlots * 8;
+  const dictAt = at;
+  at += dictStarts.byteLength;
+  const blobAt = at;
+  at += blob.at;
+  const sab = new SharedArrayBuffer((at + 3) & ~3);
+  const header = new Int32Array(sab, 0, HEADER_WORDS);
+  header[H_MAGIC] = MAGIC;
+  header[H_VERSION] = VERSION;
+  header[H_USERS] = users.length;
+  header[H_USER_SLOTS] = userSlots;
+  header[H_USER_SLOTS_AT] = userSlotsAt;
+  header[H_SITES] = sites.length;
+  header[H_SITE_SLOTS] = siteSlots;
+  header[H_SITE_SLOTS_AT] = siteSlotsAt;
+  header[H_DICT] = dict.size;
+  header[H_DICT_AT] = dictAt;
+  header[H_BLOB_AT] = blobAt;
+  header[H_BLOB_BYTES] = blob.at;
+  header[H_LOADED_AT_HI] = Math.floor(data.loadedAtMs / 2 ** 32);
+  header[H_LOADED_AT_LO] = data.loadedAtMs % 2 ** 32;
+  new Uint32Array(sab, dictAt, dictStarts.length).set(dictStarts);
+  new Uint8Array(sab, blobAt, blob.at).set(blob.bytes.subarray(0, blob.at));
+  fillSlots(new Int32Array(sab, userSlotsAt, userSlots * 2), users, userStarts);
+  fillSlots(new Int32Array(sab, siteSlotsAt, siteSlots * 2), sites, siteStarts);
+  return sab;
+}
+
+/** Entries with an id, the first of each id. */
+function unique<T extends { id: string }>(entries: readonly T[]): T[] {
+  const seen = new Set<string>();
+  const out: T[] = [];
+  for (const e of entries) {
+    if (typeof e?.id !== 'string' || e.id === '' || seen.has(e.id)) continue;
+    seen.add(e.id);
+    out.push(e);
+  }
+  return out;
+}
+
+function fillSlots(slots: Int32Array, entries: ReadonlyArray<{ id: string }>, starts: Uint32Array): void {
+  const mask = slots.length / 2 - 1;
+  entries.forEach((e, i) => {
+    const h = hashOf(e.id);
+    let s = h & mask;
+    while (slots[s * 2 + 1] !== 0) s = (s + 1) & mask;
+    slots[s * 2] = h;
+    slots[s * 2 + 1] = starts[i]! + 1;
+  });
+}
+
+class TableUser implements FoundUser {
+  constructor(
+    /** Where the entry starts in the table (its cache tag). */
+    readonly at: number,
+    readonly id: string,
+    readonly name: string | undefined,
+    readonly email: string | undefined,
+    readonly fullName: string | undefined,
+    private readonly table: ReferenceTable,
+    /** Where the user's roles start in the blob (absolute byte offset). */
+    private readonly rolesAt: number,
+  ) {}
+
+  roleOn(siteLuid: string): string | undefined {
+    return this.rolesOn(siteLuid)?.[0];
+  }
+
+  rolesOn(siteLuid: string): readonly string[] | undefined {
+    return this.table.roleAt(this.rolesAt, siteLuid);
+  }
+}
+
+/** A reader of a table (one per thread): lookups by LUID, decoded entries cached. */
+export class ReferenceTable {
+  private readonly bytes: Buffer;
+  private readonly users: number;
+  private readonly userSlots: Int32Array;
+  private readonly sites: number;
+  private readonly siteSlots: Int32Array;
+  private readonly dictEntries: Uint32Array;
+  private readonly dictStrings: Array<string | undefined>;
+  private readonly blobAt: number;
+  readonly loadedAtMs: number;
+  /** Decoded users, direct-mapped by where they start in the table. */
+  private readonly userCache: Array<TableUser | undefined> = new Array<TableUser | undefined>(CACHE_ENTRIES).fill(undefined);
+  /** Dictionary string → index (the site LUIDs and roles of `siteRoles`), made on first use. */
+  private dictIndex: Map<string, number> | undefined;
+  /** One-item arrays of the role names, by dictionary index (shared by every record: read-only). */
+  private readonly roleArrays = new Map<number, readonly [string]>();
+  private readonly siteCache = new Map<string, FoundSite | null>();
+  /** The last user looked up (a record's actor is looked up for its attributes, then for its body). */
+  private lastKey: string | undefined;
+  private lastUser: TableUser | undefined;
+  /** The position after the last string read. */
+  private pos = 0;
+
+  constructor(readonly buffer: SharedArrayBuffer) {
+    const header = new Int32Array(buffer, 0, HEADER_WORDS);
+    if (header[H_MAGIC] !== MAGIC || header[H_VERSION] !== VERSION) throw new Error('not a reference table (or of another version)');
+    this.bytes = Buffer.from(buffer);
+    this.users = header[H_USERS]!;
+    this.userSlots = new Int32Array(buffer, header[H_USER_SLOTS_AT]!, header[H_USER_SLOTS]! * 2);
+    this.sites = header[H_SITES]!;
+    this.siteSlots = new Int32Array(buffer, header[H_SITE_SLOTS_AT]!, header[H_SITE_SLOTS]! * 2);
+    this.dictEntries = new Uint32Array(buffer, header[H_DICT_AT]!, header[H_DICT]! + 1);
+    this.dictStrings = new Array<string | undefined>(header[H_DICT]!);
+    this.blobAt = header[H_BLOB_AT]!;
+    this.loadedAtMs = header[H_LOADED_AT_HI]! * 2 ** 32 + (header[H_LOADED_AT_LO]! >>> 0);
+  }
+
+  get size(): ReferenceTableSize {
+    return { users: this.users, sites: this.sites, bytes: this.buffer.byteLength };
+  }
+
+  user(luid: string): FoundUser | undefined {
+    if (luid === this.lastKey) return this.lastUser;
+    const at = this.find(this.userSlots, luid);
+    let found: TableUser | undefined;
+    if (at >= 0) {
+      const k = at % CACHE_ENTRIES;
+      found = this.userCache[k];
+      if (found === undefined || found.at !== at) {
+        this.pos = at;
+        this.skipString(); // id: the key
+        const name = this.string();
+        const email = this.string();
+        const fullName = this.string();
+        found = new TableUser(at, luid, name, email, fullName, this, this.pos);
+        this.userCache[k] = found;
+      }
+    }
+    this.lastKey = luid;
+    this.lastUser = found;
+    return found;
+  }
+
+  site(luid: string): FoundSite | undefined {
+    const cached = this.siteCache.get(luid);
+    if (cached !== undefined) return cached ?? undefined;
+    const at = this.find(this.siteSlots, luid);
+    let found: FoundSite | null = null;
+    if (at >= 0) {
+      this.pos = at;
+      this.skipString();
+      const name = this.string();
+      const contentUrl = this.string();
+      found = { id: luid, name, contentUrl };
+    }
+    if (this.siteCache.size >= 10_000) this.siteCache.clear();
+    this.siteCache.set(luid, found);
+    return found ?? undefined;
+  }
+
+  /** A user's site role on a site (as a one-item array), from the user's roles in the blob. */
+  roleAt(at: number, siteLuid: string): readonly [string] | undefined {
+    if (this.dictIndex === undefined) {
+      this.dictIndex = new Map();
+      for (let i = 0; i < this.dictStrings.length; i++) this.dictIndex.set(this.dict(i), i);
+    }
+    const site = this.dictIndex.get(siteLuid);
+    if (site === undefined) return undefined;
+    this.pos = at;
+    for (let n = this.uint(); n > 0; n--) {
+      const s = this.uint();
+      const role = this.uint();
+      if (s !== site) continue;
+      let roles = this.roleArrays.get(role);
+      if (roles === undefined) {
+        roles = [this.dict(role)];
+        this.roleArrays.set(role, roles);
+      }
+      return roles;
+    }
+    return undefined;
+  }
+
+  private dict(i: number): string {
+    let s = this.dictStrings[i];
+    if (s === undefined) {
+      const saved = this.pos;
+      this.pos = this.blobAt + this.dictEntries[i]!;
+      s = this.string() ?? '';
+      this.dictStrings[i] = s;
+      this.pos = saved;
+    }
+    return s;
+  }
+
+  /** Where the entry of `luid` starts (absolute byte offset), or -1. */
+  private find(slots: Int32Array, luid: string): number {
+    const mask = slots.length / 2 - 1;
+    const h = hashOf(luid);
+    for (let s = h & mask; ; s = (s + 1) & mask) {
+      const e = slots[s * 2 + 1]!;
+      if (e === 0) return -1;
+      if (slots[s * 2] === h && this.idIs(this.blobAt + e - 1, luid)) return this.blobAt + e - 1;
+    }
+  }
+
+  /** Whether the string at `at` is `s`. */
+  private idIs(at: number, s: string): boolean {
+    this.pos = at;
+    const len = Math.floor(this.uint() / 2) - 1;
+    const start = this.pos;
+    if (len !== s.length) {
+      // (same length in bytes and code units only for ASCII: compare the decoded text otherwise)
+      return len > s.length && this.bytes.toString('utf8', start, start + len) === s;
+    }
+    const b = this.bytes;
+    for (let i = 0; i < len; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) return b.toString('utf8', start, start + len) === s;
+      if (b[start + i] !== c) return false;
+    }
+    return true;
+  }
+
+  private uint(): number {
+    const b = this.bytes;
+    const first = b[this.pos++]!;
+    if (first < 0x80) return first;
+    this.pos--;
+    let n = 0;
+    let shift = 0;
+    for (;;) {
+      const c = b[this.pos++]!;
+      n += (c & 0x7f) * 2 ** shift;
+      if (c < 0x80) return n;
+      shift += 7;
+    }
+  }
+
+  private string(): string | undefined {
+    const head = this.uint();
+    if (head === 0) return undefined;
+    const start = this.pos;
+    this.pos += Math.floor(head / 2) - 1;
+    return this.bytes.toString(head & 1 ? 'latin1' : 'utf8', start, this.pos);
+  }
+
+  private skipString(): void {
+    const head = this.uint();
+    if (head > 0) this.pos += Math.floor(head / 2) - 1;
+  }
+}
+
