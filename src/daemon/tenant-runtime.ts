@@ -23,6 +23,8 @@ import { CheckpointSaver, SourceRunner, type PipelineSettings, type TenantContex
 import type { Logger } from './logger.js';
 import type { DaemonMetrics } from './metrics.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
+import type { ReferenceDataSink } from '../mapping/reference-data.js';
+import { createEnrichmentRefresher, type EnrichmentRefresher } from './enrichment-refresher.js';
 
 export interface TenantRuntimeOptions {
   catalog: Catalog;
@@ -53,6 +55,8 @@ export class TenantRuntime {
   runners: SourceRunner[] = [];
   deadLetters: DeadLetterStore | undefined;
   checkpoints: CheckpointSaver | undefined;
+  /** The tenant's enrichment data (its `enrichment:` block), loaded in the background from `open()` on. */
+  readonly enrichment: EnrichmentRefresher | undefined;
   private ctx: TenantContext | undefined;
   private readonly deliveryAbort = new AbortController();
   private readonly log: Logger;
@@ -80,6 +84,14 @@ export class TenantRuntime {
     } catch (err) {
       void disposeAll(built.destinations, built.sources);
       throw err;
+    }
+    if (config.enrichment) {
+      try {
+        this.enrichment = createEnrichmentRefresher({ tenantId: config.id, config: config.enrichment, sourceConfigs: config.sources, sources: built.sources, baseDir: options.baseDir, env: options.env ?? process.env, log: this.log, metrics: options.metrics });
+      } catch (err) {
+        void disposeAll(built.destinations, built.sources);
+        throw err;
+      }
     }
     this.destinations = built.destinations;
     this.sources = built.sources;
@@ -112,21 +124,30 @@ export class TenantRuntime {
     this.deadLetters = deadLetters;
     this.checkpoints = checkpoints;
     this.ctx = ctx;
+    this.enrichment?.start(referenceSink(pool, this.log));
   }
 
   /** Hand the following batches to another encode pool (after a config reload); batches already handed over finish where they are. */
   setPool(pool: EncodeWorkerPool): void {
     if (this.ctx) this.ctx.pool = pool;
+    if (this.ctx) this.enrichment?.setSink(referenceSink(pool, this.log));
   }
 
   /** Read everything available now and wait for it to be acknowledged. */
   async runOnce(readSignal: AbortSignal): Promise<void> {
+    await this.enrichmentLoaded(readSignal);
     await this.runAll(readSignal, (r, signal) => r.drain(signal));
   }
 
   /** Poll all sources until the read signal aborts. */
   async run(readSignal: AbortSignal): Promise<void> {
+    await this.enrichmentLoaded(readSignal);
     await this.runAll(readSignal, (r, signal) => r.run(signal));
+  }
+
+  /** The sources start once the enrichment data loaded, or after `initialWait`. */
+  private async enrichmentLoaded(readSignal: AbortSignal): Promise<void> {
+    if (this.enrichment && this.config.enrichment) await this.enrichment.waitForFirstLoad(this.config.enrichment.initialWait, readSignal);
   }
 
   /**
@@ -170,6 +191,8 @@ export class TenantRuntime {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // withdrawn from the pool (memory freed there) before the sources, whose TCM connection it may share, close
+    await this.enrichment?.stop();
     if (this.checkpoints) await this.checkpoints.flush();
     this.deadLetters?.close();
     // after the grace period, requests still open are abandoned rather than waited for
@@ -185,6 +208,24 @@ export class TenantRuntime {
   get checkpointFile(): string | undefined {
     return this.checkpoints?.store.file;
   }
+}
+
+/**
+ * The pool as the enrichment data's sink. EncodeWorkerPool implements ReferenceDataSink (the
+ * enrichment join); a pool without it cannot take the data (said once, not thrown).
+ */
+function referenceSink(pool: EncodeWorkerPool, log: Logger): ReferenceDataSink {
+  const p = pool as EncodeWorkerPool & Partial<ReferenceDataSink>;
+  let warned = false;
+  return {
+    publishReferenceData: (tenantId, data) => {
+      if (typeof p.publishReferenceData === 'function') p.publishReferenceData(tenantId, data);
+      else if (!warned) {
+        warned = true;
+        log.warn({}, 'this build\'s encode pool does not take enrichment data: records are sent without the names');
+      }
+    },
+  };
 }
 
 async function disposeAll(destinations: Destination[], sources: Source[], waitMs = DESTINATION_SHUTDOWN_MS): Promise<void> {

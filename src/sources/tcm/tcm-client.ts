@@ -39,7 +39,7 @@ import { sleep } from '../../core/sleep.js';
 import { DownloadPolicy, DownloadRefusedError, originOf } from './download-guard.js';
 import { TcmSessionAuth, type TcmSession } from './tcm-session-auth.js';
 
-export type TcmOperation = 'login' | 'list' | 'urls' | 'download' | 'sites';
+export type TcmOperation = 'login' | 'list' | 'urls' | 'download' | 'sites' | 'users';
 
 export const TCM_LOGIN_PATH = '/api/v1/pat/login';
 

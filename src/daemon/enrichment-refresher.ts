@@ -1,0 +1,348 @@
+/**
+ * A tenant's enrichment data in the background (docs/enrichment.md): its users and sites, each
+ * from TCM or a lookup file, loaded when the tenant opens and again on their interval, and
+ * published to the encode pool (a ReferenceDataSink, src/mapping/reference-data.ts).
+ *
+ * - Before the first load the data is published as `pending`; once every configured kind
+ *   loaded once, as `loaded`. The tenant's sources wait for the first load at most
+ *   `initialWait` (waitForFirstLoad); records read before it are sent without the names.
+ * - A load that fails keeps the last good copy (nothing is published); a TCM list is tried
+ *   again with backoff (from 30 s, at most the refresh interval), a lookup file at its next
+ *   check once it changed. Failures are counted and logged (TCM errors never quote a secret;
+ *   a lookup file's error names the file and the line).
+ * - Only the configured `fields` are kept (the data itself says what records gain); an entry
+ *   left with nothing to add is not kept.
+ * - Which fields the first answer of each kind had is logged once (and again when it changes),
+ *   since TCM does not publish its user fields.
+ * - A new pool (after a config reload) gets the current copy (setSink); stop() publishes
+ *   `undefined` (the workers free the tenant's data), stops the timers, removes the tenant's
+ *   series and closes an own TCM connection.
+ *
+ * Metrics: tao_enrichment_refreshes_total{tenant,kind,result}, tao_enrichment_entries{tenant,kind},
+ * tao_enrichment_data_age_seconds{tenant,kind} (grows while refreshes fail).
+ */
+import { resolve } from 'node:path';
+import { Backoff, type BackoffPolicy } from '../core/backoff.js';
+import type { Logger } from '../core/logger.js';
+import { sourceMetrics, type EnrichmentMetrics, type PipelineMetrics } from '../core/metrics.js';
+import { sleep } from '../core/sleep.js';
+import type { ReferenceData, ReferenceDataSink, SiteReference, UserReference } from '../mapping/reference-data.js';
+import { selectSiteFields, selectUserFields, SITE_FIELD_SOURCES, USER_FIELD_SOURCES, type EnrichmentField, type FieldCensus, type ReferenceKind } from '../sources/reference-records.js';
+import { LookupFileWatcher } from '../sources/reference-lookup-file.js';
+import type { Source } from '../sources/source.js';
+import { TcmClient, type TcmRetrySettings } from '../sources/tcm/tcm-client.js';
+import { readTcmPat } from '../sources/tcm/tcm-pat.js';
+import { fetchTcmSites, fetchTcmUsers } from '../sources/tcm/tcm-reference-data.js';
+import { TcmSource } from '../sources/tcm/tcm-source.js';
+import { enrichmentFields, enrichmentTcm, type EnrichmentConfig } from './enrichment-config.js';
+import type { TenantConfig } from './config.js';
+
+/** One load's entries (before the fields are selected). */
+export interface LoadedReferences {
+  items: ReadonlyArray<UserReference | SiteReference>;
+  census: FieldCensus;
+  /** Items without an id, not kept (TCM). */
+  skipped?: number;
+  /** For the log line (pages, entries). */
+  detail?: Record<string, unknown>;
+}
+
+/** `unchanged`: the source is as it was at the last good load; `still-failing`: as at the last failed one (not counted again). */
+export type LoadOutcome = LoadedReferences | 'unchanged' | 'still-failing';
+
+/** Where one kind comes from. */
+export interface ReferenceLoader {
+  readonly kind: ReferenceKind;
+  /** `tcm` or the lookup file's path (logs). */
+  readonly from: string;
+  /** The wait after a good load (or check). */
+  readonly intervalMs: number;
+  /** The waits after a failed load; undefined: the interval. */
+  readonly retry?: BackoffPolicy;
+  load(signal: AbortSignal): Promise<LoadOutcome>;
+}
+
+export interface EnrichmentRefresherOptions {
+  tenantId: string;
+  loaders: readonly ReferenceLoader[];
+  fields: ReadonlySet<EnrichmentField>;
+  log: Logger;
+  metrics?: EnrichmentMetrics | undefined;
+  /** Called once by stop() (closes an own TCM connection). */
+  onStop?: () => void;
+}
+
+interface KindState {
+  loader: ReferenceLoader;
+  items: ReadonlyArray<UserReference | SiteReference> | undefined;
+  loadedAtMs: number;
+  /** When the copy was last known current (loaded, or its lookup file found unchanged). */
+  confirmedAtMs: number;
+  attempted: boolean;
+  /** The field names of the last census logged. */
+  fieldsLogged: string | undefined;
+}
+
+/** The first retry of a failed TCM list (capped at the refresh interval). */
+const TCM_RETRY_INITIAL_MS = 30_000;
+const TCM_RETRY_MAX_MS = 30 * 60_000;
+
+export class EnrichmentRefresher {
+  readonly tenantId: string;
+  private readonly states = new Map<ReferenceKind, KindState>();
+  private readonly abort = new AbortController();
+  private sink: ReferenceDataSink | undefined;
+  private loops: Promise<void>[] = [];
+  private started = false;
+  private stopped: Promise<void> | undefined;
+  private readonly firstAttempts: Promise<void>;
+  private firstAttemptsDone!: () => void;
+  private readonly log: Logger;
+
+  constructor(private readonly options: EnrichmentRefresherOptions) {
+    this.tenantId = options.tenantId;
+    this.log = options.log;
+    for (const loader of options.loaders) this.states.set(loader.kind, { loader, items: undefined, loadedAtMs: 0, confirmedAtMs: 0, attempted: false, fieldsLogged: undefined });
+    this.firstAttempts = new Promise<void>((r) => (this.firstAttemptsDone = r));
+  }
+
+  /** Publish `pending` to the sink and start loading (once; later calls only change the sink). */
+  start(sink: ReferenceDataSink): void {
+    if (this.stopped) return;
+    this.sink = sink;
+    if (this.started) {
+      this.publish();
+      return;
+    }
+    this.started = true;
+    this.publish();
+    for (const state of this.states.values()) {
+      const { kind } = state.loader;
+      this.options.metrics?.watchEnrichmentAge(this.tenantId, kind, () => (state.confirmedAtMs > 0 ? Math.max(0, (Date.now() - state.confirmedAtMs) / 1000) : undefined));
+      this.loops.push(this.loop(state));
+    }
+  }
+
+  /** Publish the current copy to another sink (a new encode pool after a reload). */
+  setSink(sink: ReferenceDataSink): void {
+    if (!this.started || this.stopped) return;
+    this.sink = sink;
+    this.publish();
+  }
+
+  /** Whether every configured kind has a good copy. */
+  get loaded(): boolean {
+    return [...this.states.values()].every((s) => s.items !== undefined);
+  }
+
+  /** What is published now. */
+  current(): ReferenceData {
+    const users = this.states.get('users')?.items as readonly UserReference[] | undefined;
+    const sites = this.states.get('sites')?.items as readonly SiteReference[] | undefined;
+    const loaded = this.loaded;
+    return {
+      status: loaded ? 'loaded' : 'pending',
+      users: users ?? [],
+      sites: sites ?? [],
+      loadedAtMs: loaded ? Math.min(...[...this.states.values()].map((s) => s.loadedAtMs)) : 0,
+    };
+  }
+
+  /**
+   * Wait until every kind was tried once (loaded or failed), at most `ms`; true when the data is
+   * loaded. The tenant's sources start after this either way.
+   */
+  async waitForFirstLoad(ms: number, signal: AbortSignal): Promise<boolean> {
+    if (!this.loaded && ms > 0) {
+      const wait = new AbortController();
+      const onAbort = (): void => wait.abort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        await Promise.race([this.firstAttempts, sleep(ms, wait.signal)]);
+      } finally {
+        wait.abort();
+        signal.removeEventListener('abort', onAbort);
+      }
+    }
+    if (!this.loaded && !signal.aborted) {
+      const missing = [...this.states.values()].filter((s) => s.items === undefined).map((s) => s.loader.kind);
+      this.log.warn({ missing, initialWaitMs: ms }, 'enrichment data not loaded yet; the sources start anyway and records are sent without the names until it is');
+    }
+    return this.loaded;
+  }
+
+  /** Stop loading, withdraw the data from the pool (memory freed there), remove the tenant's series. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      this.abort.abort();
+      await Promise.all(this.loops);
+      if (this.started) this.sink?.publishReferenceData(this.tenantId, undefined);
+      this.sink = undefined;
+      for (const state of this.states.values()) {
+        state.items = undefined;
+        const labels = { tenant: this.tenantId, kind: state.loader.kind };
+        this.options.metrics?.watchEnrichmentAge(this.tenantId, state.loader.kind, undefined);
+        this.options.metrics?.enrichmentEntries.remove(labels);
+      }
+      this.firstAttemptsDone();
+      this.options.onStop?.();
+    })();
+    return this.stopped;
+  }
+
+  private publish(): void {
+    if (this.sink && !this.abort.signal.aborted) this.sink.publishReferenceData(this.tenantId, this.current());
+  }
+
+  private async loop(state: KindState): Promise<void> {
+    const { loader } = state;
+    const signal = this.abort.signal;
+    const backoff = loader.retry ? new Backoff(loader.retry) : undefined;
+    for (;;) {
+      let ok = false;
+      try {
+        const outcome = await loader.load(signal);
+        if (signal.aborted) return;
+        if (outcome === 'unchanged') {
+          ok = true;
+          state.confirmedAtMs = Date.now();
+        } else if (outcome !== 'still-failing') {
+          ok = true;
+          this.accept(state, outcome);
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        this.options.metrics?.enrichmentRefreshes.inc({ tenant: this.tenantId, kind: loader.kind, result: 'failure' });
+        const kept = state.items !== undefined;
+        this.log.error(
+          { kind: loader.kind, from: loader.from, err: (err as Error).message, kept: kept ? state.items!.length : undefined },
+          kept ? 'enrichment refresh failed; the last good copy stays in use' : 'enrichment load failed; records are sent without these names until a load succeeds',
+        );
+      }
+      if (!state.attempted) {
+        state.attempted = true;
+        if ([...this.states.values()].every((s) => s.attempted)) this.firstAttemptsDone();
+      }
+      let delay = loader.intervalMs;
+      if (ok) backoff?.reset();
+      else if (backoff) delay = backoff.next();
+      if (await sleep(delay, signal)) return;
+    }
+  }
+
+  private accept(state: KindState, loaded: LoadedReferences): void {
+    const { kind, from } = state.loader;
+    const fields = this.options.fields;
+    const kept: Array<UserReference | SiteReference> = [];
+    for (const item of loaded.items) {
+      const s = kind === 'users' ? selectUserFields(item as UserReference, fields) : selectSiteFields(item as SiteReference, fields);
+      if (s) kept.push(s);
+    }
+    const before = state.items?.length;
+    const now = Date.now();
+    state.items = kept;
+    state.loadedAtMs = now;
+    state.confirmedAtMs = now;
+    const { metrics } = this.options;
+    metrics?.enrichmentRefreshes.inc({ tenant: this.tenantId, kind, result: 'success' });
+    metrics?.enrichmentEntries.set({ tenant: this.tenantId, kind }, kept.length);
+    const names = loaded.census.names();
+    const key = names.join(',');
+    if (key !== state.fieldsLogged) {
+      state.fieldsLogged = key;
+      this.log.info(
+        { kind, from, fieldsFound: names, notFound: loaded.census.missing(kind === 'users' ? USER_FIELD_SOURCES : SITE_FIELD_SOURCES) },
+        `enrichment ${kind}: the fields the entries have (missing ones are simply not added)`,
+      );
+    }
+    const level = before !== undefined && before > 0 && kept.length === 0 ? 'warn' : 'info';
+    this.log[level]({ kind, from, entries: loaded.items.length, kept: kept.length, previous: before, skippedWithoutId: loaded.skipped || undefined, ...loaded.detail }, `enrichment ${kind} loaded`);
+    this.publish();
+  }
+}
+
+export interface EnrichmentSetup {
+  tenantId: string;
+  config: EnrichmentConfig;
+  /** The tenant's source configs and the sources built from them (a shared TCM connection is taken from there). */
+  sourceConfigs: TenantConfig['sources'];
+  sources: readonly Source[];
+  baseDir: string;
+  env: NodeJS.ProcessEnv;
+  log: Logger;
+  metrics?: (PipelineMetrics & EnrichmentMetrics) | undefined;
+  /** Tests: a faster retry policy of an own TCM connection. */
+  tcmRetry?: TcmRetrySettings;
+}
+
+/** The refresher of a tenant's `enrichment:` block: its loaders, and an own TCM connection when one is configured. */
+export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRefresher {
+  const { config } = setup;
+  const log = setup.log.child({ component: 'enrichment' });
+  const tcm = enrichmentTcm(config, setup.sourceConfigs);
+  if (typeof tcm === 'string') throw new Error(`tenant ${setup.tenantId}: enrichment: ${tcm}`);
+  let client: TcmClient | undefined;
+  let ownClient = false;
+  let tenantId = '';
+  if (tcm?.kind === 'source') {
+    const source = setup.sources.find((s) => s.id === tcm.sourceId);
+    if (!(source instanceof TcmSource)) throw new Error(`tenant ${setup.tenantId}: enrichment: tcm source '${tcm.sourceId}' not found`);
+    client = source.client;
+    tenantId = tcm.tenantId;
+  } else if (tcm?.kind === 'own') {
+    if (/^http:/i.test(tcm.url) && !/^http:\/\/(127\.\d+\.\d+\.\d+|localhost|\[::1\])(?::\d+)?(?:\/|$)/i.test(tcm.url)) {
+      log.warn({ url: tcm.url }, 'enrichment tcm url is not https: the PAT and the session token would travel unencrypted');
+    }
+    client = new TcmClient({
+      baseUrl: tcm.url,
+      tenantId: tcm.tenantId,
+      readPat: () => readTcmPat(tcm, setup.baseDir, setup.env, `tenant ${setup.tenantId} enrichment tcm`),
+      maxRequestsPerSecond: tcm.maxRequestsPerSecond,
+      metrics: sourceMetrics(setup.metrics, setup.tenantId, () => 'enrichment'),
+      log,
+      maxResponseBytes: tcm.maxResponseBytes,
+      ...(setup.tcmRetry ? { retry: setup.tcmRetry } : {}),
+    });
+    ownClient = true;
+    tenantId = tcm.tenantId;
+  }
+  const tcmRetry: BackoffPolicy = { initialMs: Math.min(TCM_RETRY_INITIAL_MS, config.refreshInterval), maxMs: Math.min(TCM_RETRY_MAX_MS, config.refreshInterval), multiplier: 2, jitter: 'equal' };
+  const loaders: ReferenceLoader[] = [];
+  for (const kind of ['users', 'sites'] as const) {
+    const spec = config[kind];
+    if (!spec) continue;
+    const maxItems = kind === 'users' ? config.maxUsers : config.maxSites;
+    if (spec.from === 'tcm') {
+      const c = client!;
+      loaders.push({
+        kind,
+        from: 'tcm',
+        intervalMs: config.refreshInterval,
+        retry: tcmRetry,
+        load: async (signal) => {
+          const r = kind === 'users' ? await fetchTcmUsers(c, tenantId, { maxItems }, signal) : await fetchTcmSites(c, tenantId, { maxItems }, signal);
+          return { items: r.items, census: r.census, skipped: r.skipped, detail: { pages: r.pages } };
+        },
+      });
+    } else {
+      const watcher = new LookupFileWatcher(kind, resolve(setup.baseDir, spec.file), spec.format, maxItems);
+      loaders.push({
+        kind,
+        from: watcher.file,
+        intervalMs: config.fileCheckInterval,
+        load: async () => {
+          const r = await watcher.check();
+          return typeof r === 'string' ? r : { items: r.items, census: r.census, detail: { format: watcher.format } };
+        },
+      });
+    }
+  }
+  return new EnrichmentRefresher({
+    tenantId: setup.tenantId,
+    loaders,
+    fields: enrichmentFields(config),
+    log,
+    metrics: setup.metrics,
+    ...(ownClient ? { onStop: () => client!.close() } : {}),
+  });
+}

@@ -1,0 +1,182 @@
+/**
+ * Lookup files: a tenant's users or sites from a local file, for enrichment without a TCM PAT
+ * (docs/enrichment.md, "Lookup files"). One file per kind, CSV (a header row naming the
+ * columns; lines starting with `#` are comments) or NDJSON (one JSON object per line); the
+ * column / field names are the ones reference-records.ts reads (`id` or `userId`, `name`,
+ * `email`, `fullName`, `siteRoles` as `<site LUID>=<role>;…`, or a `siteId` + `siteRole` row
+ * per user and site; sites: `id` or `siteUUID`, `name`, `contentUrl`).
+ *
+ * The whole file is checked before it replaces anything: a line that is not valid (broken CSV
+ * quoting, a line that is not a JSON object, an entry without an id) fails the load with an
+ * error naming the file and the line, and the caller keeps the last good copy.
+ *
+ * {@link LookupFileWatcher} notices changes by size, mtime and inode, then by content hash (a
+ * file touched but not changed is not parsed again); a file that failed is not read again until
+ * it changes.
+ */
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { parse as parseCsv, type CsvError, type Info } from 'csv-parse/sync';
+import type { SiteReference, UserReference } from '../mapping/reference-data.js';
+import { FieldCensus, mergeUsers, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type ReferenceKind } from './reference-records.js';
+
+export type LookupFormat = 'csv' | 'ndjson';
+
+/** Larger lookup files are refused (read in one piece). */
+export const MAX_LOOKUP_FILE_BYTES = 256 * 1024 * 1024;
+
+/** The format a file name implies: `.csv`; `.ndjson`, `.jsonl`, `.json`. */
+export function lookupFormatOf(file: string): LookupFormat | undefined {
+  const ext = extname(file).toLowerCase();
+  if (ext === '.csv') return 'csv';
+  if (ext === '.ndjson' || ext === '.jsonl' || ext === '.json') return 'ndjson';
+  return undefined;
+}
+
+/** A lookup file that cannot be used; `line` is 1-based (undefined: the file as a whole). */
+export class LookupFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number | undefined,
+    problem: string,
+  ) {
+    super(line === undefined ? `${file}: ${problem}` : `${file}:${line}: ${problem}`);
+    this.name = 'LookupFileError';
+  }
+}
+
+export interface LookupFileResult {
+  items: UserReference[] | SiteReference[];
+  census: FieldCensus;
+  /** Entries read (before rows of the same id were merged). */
+  entries: number;
+}
+
+/** Parse a whole lookup file; throws LookupFileError at the first bad line. */
+export function parseLookupFile(kind: ReferenceKind, file: string, text: string, format: LookupFormat, maxItems: number): LookupFileResult {
+  const census = new FieldCensus();
+  const users = new Map<string, UserReference>();
+  const sites = new Map<string, SiteReference>();
+  let entries = 0;
+  const idNames = (kind === 'users' ? USER_FIELD_SOURCES : SITE_FIELD_SOURCES).id!;
+  const take = (item: Record<string, unknown>, line: number): void => {
+    census.add(item);
+    entries++;
+    if (kind === 'users') {
+      const u = userReferenceOf(item);
+      if (!u) throw new LookupFileError(file, line, `no user id (a value under ${idNames.join(', ')})`);
+      const had = users.get(u.id);
+      users.set(u.id, had ? mergeUsers(had, u) : u);
+      if (users.size > maxItems) throw new LookupFileError(file, line, `more than ${maxItems} users (maxUsers of enrichment)`);
+    } else {
+      const s = siteReferenceOf(item);
+      if (!s) throw new LookupFileError(file, line, `no site id (a value under ${idNames.join(', ')})`);
+      const had = sites.get(s.id);
+      sites.set(s.id, had ? { ...s, ...had } : s);
+      if (sites.size > maxItems) throw new LookupFileError(file, line, `more than ${maxItems} sites (maxSites of enrichment)`);
+    }
+  };
+
+  if (format === 'ndjson') {
+    const lines = text.split('\n');
+    lines.forEach((raw, i) => {
+      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (line.trim() === '') return;
+      let value: unknown;
+      try {
+        value = JSON.parse(line);
+      } catch (err) {
+        throw new LookupFileError(file, i + 1, `not JSON: ${(err as Error).message}`);
+      }
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new LookupFileError(file, i + 1, 'not a JSON object');
+      take(value as Record<string, unknown>, i + 1);
+    });
+  } else {
+    let rows: Array<{ record: Record<string, string>; info: Info }>;
+    try {
+      rows = parseCsv(text, { columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true }) as typeof rows;
+    } catch (err) {
+      const e = err as CsvError & { lines?: number };
+      throw new LookupFileError(file, typeof e.lines === 'number' ? e.lines : undefined, `not valid CSV: ${e.message.replace(/ (at|on) line \d+\.?$/, '')}`);
+    }
+    const first = rows[0];
+    if (first && !Object.keys(first.record).some((n) => idNames.includes(n))) {
+      throw new LookupFileError(file, 1, `the header has no id column (one of ${idNames.join(', ')})`);
+    }
+    for (const { record, info } of rows) take(record, info.lines);
+  }
+  return { items: kind === 'users' ? [...users.values()] : [...sites.values()], census, entries };
+}
+
+export type LookupCheck = LookupFileResult | 'unchanged' | 'still-failing';
+
+/** Loads a lookup file again when it changed. */
+export class LookupFileWatcher {
+  /** Size, mtime and inode of the last file looked at (loaded or failed). */
+  private signature: string | undefined;
+  private hash: string | undefined;
+  /** Whether the file as last looked at failed to load. */
+  private failed = false;
+
+  constructor(
+    readonly kind: ReferenceKind,
+    readonly file: string,
+    readonly format: LookupFormat,
+    private readonly maxItems: number,
+  ) {}
+
+  /**
+   * `unchanged`: the file is as it was when it last loaded; `still-failing`: as it was when it
+   * last failed (not read again); else its entries. Throws LookupFileError when it is missing or
+   * not valid.
+   */
+  async check(): Promise<LookupCheck> {
+    try {
+      const r = await this.look();
+      if (r !== undefined) this.failed = false;
+      return r === undefined ? (this.failed ? 'still-failing' : 'unchanged') : r;
+    } catch (err) {
+      this.failed = true;
+      throw err;
+    }
+  }
+
+  private async look(): Promise<LookupFileResult | undefined> {
+    let signature: string;
+    let size: number;
+    try {
+      const st = await stat(this.file);
+      if (!st.isFile()) {
+        signature = 'not-a-file';
+        size = 0;
+      } else {
+        signature = `${st.size}:${st.mtimeMs}:${st.ino}`;
+        size = st.size;
+      }
+    } catch (err) {
+      signature = `error:${(err as NodeJS.ErrnoException).code ?? 'unknown'}`;
+      size = 0;
+    }
+    if (signature === this.signature) return undefined;
+    this.signature = signature;
+    if (signature === 'not-a-file') throw new LookupFileError(this.file, undefined, 'not a regular file');
+    if (signature.startsWith('error:')) throw new LookupFileError(this.file, undefined, `cannot read the lookup file (${signature.slice(6)})`);
+    if (size > MAX_LOOKUP_FILE_BYTES) throw new LookupFileError(this.file, undefined, `larger than ${MAX_LOOKUP_FILE_BYTES} bytes`);
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(this.file);
+    } catch (err) {
+      this.signature = undefined; // read again next time
+      throw new LookupFileError(this.file, undefined, `cannot read the lookup file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    const hash = createHash('sha256').update(bytes).digest('hex');
+    if (hash === this.hash) {
+      this.failed = false; // back to the content of the last good copy
+      return undefined;
+    }
+    const result = parseLookupFile(this.kind, this.file, bytes.toString('utf8'), this.format, this.maxItems);
+    this.hash = hash;
+    return result;
+  }
+}
