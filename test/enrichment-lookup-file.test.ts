@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
 import { tempDir } from './support/activity-fixtures.js';
 import { metricValue, waitFor } from './support/daemon-process.js';
-import { LookupFileError, LookupFileWatcher, parseLookupFile } from '../src/sources/reference-lookup-file.js';
+import { LookupFileError, LookupFileWatcher, parseLookupFile, type LookupCheck } from '../src/sources/reference-lookup-file.js';
 import { DaemonMetrics } from '../src/daemon/metrics.js';
 import { enrichmentConfigSchema } from '../src/daemon/enrichment-config.js';
 import { createEnrichmentRefresher, type EnrichmentRefresher } from '../src/daemon/enrichment-refresher.js';
@@ -27,6 +27,12 @@ class RecordingSink implements ReferenceDataSink {
   get last(): ReferenceData | undefined {
     return this.published.at(-1);
   }
+}
+
+/** The entries of a parsed file (the users built back from their compact table). */
+function itemsOf(r: LookupCheck): unknown[] | string {
+  if (typeof r === 'string') return r;
+  return r.copy.kind === 'users' ? r.copy.users.toReferences() : [...r.copy.sites];
 }
 
 const dirs: string[] = [];
@@ -48,7 +54,7 @@ function replace(file: string, text: string): void {
 }
 
 describe('lookup file formats', () => {
-  it('CSV users: a header, quoted values, comment lines, site roles as text or as a row per site', () => {
+  it('CSV users: a header, quoted values, comment lines, site roles as text or as a row per site', async () => {
     const csv = [
       'id,name,email,fullName,siteRoles',
       '# exported 2026-12-01',
@@ -56,55 +62,51 @@ describe('lookup file formats', () => {
       'u2,grace,,Grace Hopper,',
       '',
     ].join('\n');
-    const r = parseLookupFile('users', 'users.csv', csv, 'csv', 100);
-    expect(r.items).toEqual([
+    const r = await parseLookupFile('users', 'users.csv', csv, 'csv', 100);
+    expect(itemsOf(r)).toEqual([
       { id: 'u1', name: 'ada', email: 'ada@acme.example', fullName: 'Lovelace, Ada', siteRoles: { [SITE_A]: 'Creator', [SITE_B]: 'Viewer' } },
       { id: 'u2', name: 'grace', fullName: 'Grace Hopper' },
     ]);
     const perSite = ['userId,userName,siteId,siteRole', `u1,ada,${SITE_A},Creator`, `u1,ada,${SITE_B},Explorer`, `u3,alan,${SITE_A},Viewer`].join('\r\n');
-    const p = parseLookupFile('users', 'roles.csv', perSite, 'csv', 100);
-    expect(p.items).toEqual([
+    const p = await parseLookupFile('users', 'roles.csv', perSite, 'csv', 100);
+    expect(itemsOf(p)).toEqual([
       { id: 'u1', name: 'ada', siteRoles: { [SITE_A]: 'Creator', [SITE_B]: 'Explorer' } },
       { id: 'u3', name: 'alan', siteRoles: { [SITE_A]: 'Viewer' } },
     ]);
     expect(p.entries).toBe(3);
   });
 
-  it('NDJSON users and sites, with the TCM field names', () => {
+  it('NDJSON users and sites, with the TCM field names', async () => {
     const users = [
       JSON.stringify({ userId: 'u1', userName: 'ada', displayName: 'Ada Lovelace', siteRoles: [{ siteId: SITE_A, siteRole: 'SiteAdministratorCreator' }] }),
       '',
       JSON.stringify({ id: 'u2', email: 'grace@acme.example' }),
     ].join('\n');
-    expect(parseLookupFile('users', 'users.ndjson', users, 'ndjson', 100).items).toEqual([
+    expect(itemsOf(await parseLookupFile('users', 'users.ndjson', users, 'ndjson', 100))).toEqual([
       { id: 'u1', name: 'ada', fullName: 'Ada Lovelace', siteRoles: { [SITE_A]: 'SiteAdministratorCreator' } },
       { id: 'u2', email: 'grace@acme.example' },
     ]);
     const sites = [JSON.stringify({ siteUUID: SITE_A, name: 'Finance', contentUrl: 'finance' }), JSON.stringify({ id: SITE_B, siteName: 'Sales' })].join('\n');
-    expect(parseLookupFile('sites', 'sites.jsonl', sites, 'ndjson', 100).items).toEqual([
+    expect(itemsOf(await parseLookupFile('sites', 'sites.jsonl', sites, 'ndjson', 100))).toEqual([
       { id: SITE_A, name: 'Finance', contentUrl: 'finance' },
       { id: SITE_B, name: 'Sales' },
     ]);
   });
 
-  it('a bad line is an error naming the file and the line', () => {
+  it('a bad line is an error naming the file and the line', async () => {
     const badJson = ['{"id":"u1"}', '{"id":"u2"}', '{"id": "u3",', '{"id":"u4"}'].join('\n');
-    expect(() => parseLookupFile('users', '/lookup/users.ndjson', badJson, 'ndjson', 100)).toThrow(/^\/lookup\/users\.ndjson:3: not JSON/);
-    expect(() => parseLookupFile('users', '/lookup/users.ndjson', '{"id":"u1"}\n[1,2]\n', 'ndjson', 100)).toThrow('/lookup/users.ndjson:2: not a JSON object');
-    expect(() => parseLookupFile('users', '/lookup/users.ndjson', '{"id":"u1"}\n\n{"email":"x@y"}\n', 'ndjson', 100)).toThrow(/^\/lookup\/users\.ndjson:3: no user id/);
-    expect(() => parseLookupFile('users', '/lookup/users.csv', 'id,name\nu1,ada\nu2,grace,extra\n', 'csv', 100)).toThrow(/^\/lookup\/users\.csv:3: not valid CSV/);
-    expect(() => parseLookupFile('users', '/lookup/users.csv', 'id,name\nu1,ada\nu2,"grace\n', 'csv', 100)).toThrow(/^\/lookup\/users\.csv:\d+: not valid CSV: Quote Not Closed/);
-    expect(() => parseLookupFile('sites', '/lookup/sites.csv', 'name,contentUrl\nFinance,finance\n', 'csv', 100)).toThrow('/lookup/sites.csv:1: the header has no id column');
-    expect(() => parseLookupFile('users', '/lookup/users.csv', 'id,name\n,ada\n', 'csv', 100)).toThrow(/^\/lookup\/users\.csv:2: no user id/);
-    expect(() => parseLookupFile('users', '/lookup/users.csv', 'id\nu1\nu2\nu3\n', 'csv', 2)).toThrow('/lookup/users.csv:4: more than 2 users');
-    const err = (() => {
-      try {
-        parseLookupFile('users', 'f.ndjson', '{}', 'ndjson', 1);
-      } catch (e) {
-        return e;
-      }
-      return undefined;
-    })();
+    await expect(parseLookupFile('users', '/lookup/users.ndjson', badJson, 'ndjson', 100)).rejects.toThrow(/^\/lookup\/users\.ndjson:3: not JSON/);
+    await expect(parseLookupFile('users', '/lookup/users.ndjson', '{"id":"u1"}\n[1,2]\n', 'ndjson', 100)).rejects.toThrow('/lookup/users.ndjson:2: not a JSON object');
+    await expect(parseLookupFile('users', '/lookup/users.ndjson', '{"id":"u1"}\n\n{"email":"x@y"}\n', 'ndjson', 100)).rejects.toThrow(/^\/lookup\/users\.ndjson:3: no user id/);
+    await expect(parseLookupFile('users', '/lookup/users.csv', 'id,name\nu1,ada\nu2,grace,extra\n', 'csv', 100)).rejects.toThrow(/^\/lookup\/users\.csv:3: not valid CSV/);
+    await expect(parseLookupFile('users', '/lookup/users.csv', 'id,name\nu1,ada\nu2,"grace\n', 'csv', 100)).rejects.toThrow(/^\/lookup\/users\.csv:\d+: not valid CSV: Quote Not Closed/);
+    await expect(parseLookupFile('sites', '/lookup/sites.csv', 'name,contentUrl\nFinance,finance\n', 'csv', 100)).rejects.toThrow('/lookup/sites.csv:1: the header has no id column');
+    await expect(parseLookupFile('users', '/lookup/users.csv', 'id,name\n,ada\n', 'csv', 100)).rejects.toThrow(/^\/lookup\/users\.csv:2: no user id/);
+    await expect(parseLookupFile('users', '/lookup/users.csv', 'id,name\nu1,a\nu2,b\nu3,c\n', 'csv', 2)).rejects.toThrow('/lookup/users.csv:4: more than 2 users');
+    const err = await parseLookupFile('users', 'f.ndjson', '{}', 'ndjson', 1).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(LookupFileError);
     expect((err as LookupFileError).line).toBe(1);
   });
@@ -115,14 +117,14 @@ describe('lookup file formats', () => {
     writeFileSync(file, `id,name\n${SITE_A},Finance\n`);
     const w = new LookupFileWatcher('sites', file, 'csv', 100);
     const first = await w.check();
-    expect(typeof first === 'object' && first.items).toEqual([{ id: SITE_A, name: 'Finance' }]);
+    expect(itemsOf(first)).toEqual([{ id: SITE_A, name: 'Finance' }]);
     expect(await w.check()).toBe('unchanged');
     const later = new Date(Date.now() + 5000);
     utimesSync(file, later, later); // touched, same content
     expect(await w.check()).toBe('unchanged');
     writeFileSync(file, `id,name\n${SITE_A},Finance & Risk\n`);
     const changed = await w.check();
-    expect(typeof changed === 'object' && changed.items).toEqual([{ id: SITE_A, name: 'Finance & Risk' }]);
+    expect(itemsOf(changed)).toEqual([{ id: SITE_A, name: 'Finance & Risk' }]);
     writeFileSync(file, `id,name\n${SITE_A},"broken\n`);
     await expect(w.check()).rejects.toThrow(`${file}:`);
     expect(await w.check()).toBe('still-failing');

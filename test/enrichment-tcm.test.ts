@@ -14,7 +14,10 @@ import pino from 'pino';
 import { startTcmServer, type TcmServer } from './support/tcm-server.js';
 import { metricValue, waitFor } from './support/daemon-process.js';
 import { TcmSource, tcmSourceConfigSchema } from '../src/sources/tcm/tcm-source.js';
-import { fetchTcmSites, fetchTcmUsers } from '../src/sources/tcm/tcm-reference-data.js';
+import { fetchTcmSites, fetchTcmUsers, type ReferenceListOptions } from '../src/sources/tcm/tcm-reference-data.js';
+import { SiteListBuilder, UserTableBuilder } from '../src/sources/reference-table.js';
+import { ENRICHMENT_FIELDS } from '../src/sources/reference-records.js';
+import type { TcmClient } from '../src/sources/tcm/tcm-client.js';
 import { sourceMetrics } from '../src/core/metrics.js';
 import { DaemonMetrics } from '../src/daemon/metrics.js';
 import { enrichmentConfigSchema } from '../src/daemon/enrichment-config.js';
@@ -63,6 +66,21 @@ function users(n: number, offset = 0): Array<Record<string, unknown>> {
   }));
 }
 
+const ALL_FIELDS = new Set(ENRICHMENT_FIELDS);
+
+/** The users list through the compact table the refresher keeps, back as objects. */
+async function listUsers(client: TcmClient, options: ReferenceListOptions) {
+  const into = new UserTableBuilder(ALL_FIELDS);
+  const stats = await fetchTcmUsers(client, TENANT, into, options, new AbortController().signal);
+  return { ...stats, items: into.build().toReferences() };
+}
+
+async function listSites(client: TcmClient, options: ReferenceListOptions) {
+  const into = new SiteListBuilder(ALL_FIELDS);
+  const stats = await fetchTcmSites(client, TENANT, into, options, new AbortController().signal);
+  return { ...stats, items: into.build() };
+}
+
 const servers: TcmServer[] = [];
 const sources: TcmSource[] = [];
 const refreshers: EnrichmentRefresher[] = [];
@@ -90,7 +108,7 @@ describe('TCM users and sites lists', () => {
     const tcm = await server({ users: users(2500), pageSize: 1000, tokenKey: 'alternate' });
     const { log } = capturingLogger();
     const src = tcmSource(tcm, log);
-    const got = await fetchTcmUsers(src.client, TENANT, { maxItems: 10_000 }, new AbortController().signal);
+    const got = await listUsers(src.client, { maxItems: 10_000 });
     expect(got.items).toHaveLength(2500);
     expect(new Set(got.items.map((u) => u.id)).size).toBe(2500);
     expect(got.pages).toBe(3);
@@ -111,7 +129,7 @@ describe('TCM users and sites lists', () => {
     tcm.respondWhen('users', (q) => q.pageToken !== undefined, { status: 429, headers: { 'retry-after': '1' }, body: '{"message":"slow down"}' });
     const { log } = capturingLogger();
     const src = tcmSource(tcm, log);
-    const got = await fetchTcmUsers(src.client, TENANT, { maxItems: 100, pageSize: 10 }, new AbortController().signal);
+    const got = await listUsers(src.client, { maxItems: 100, pageSize: 10 });
     expect(got.items).toHaveLength(30);
     const asked = tcm.requests.filter((r) => r.kind === 'users');
     expect(asked.map((r) => r.status)).toEqual([200, 429, 200, 200]);
@@ -125,7 +143,7 @@ describe('TCM users and sites lists', () => {
     tcm.expireSessionsAfterCalls(1);
     const { log } = capturingLogger();
     const src = tcmSource(tcm, log);
-    const got = await fetchTcmUsers(src.client, TENANT, { maxItems: 100, pageSize: 10 }, new AbortController().signal);
+    const got = await listUsers(src.client, { maxItems: 100, pageSize: 10 });
     expect(got.items).toHaveLength(25);
     const asked = tcm.requests.filter((r) => r.kind === 'users');
     expect(asked.filter((r) => r.status === 401)).toHaveLength(2);
@@ -133,7 +151,7 @@ describe('TCM users and sites lists', () => {
     expect(asked.filter((r) => r.status === 200)).toHaveLength(3);
   });
 
-  it('takes what a user has: missing fields stay absent, other names for them are read, a user without an id is skipped', async () => {
+  it('takes what a user has: missing fields stay absent, other names for them are read, a user without an id is skipped, one with nothing to add is not kept', async () => {
     const tcm = await server({
       users: [
         { userId: 'u-only-id' },
@@ -146,13 +164,15 @@ describe('TCM users and sites lists', () => {
     });
     const { log } = capturingLogger();
     const src = tcmSource(tcm, log);
-    const got = await fetchTcmUsers(src.client, TENANT, { maxItems: 100 }, new AbortController().signal);
+    const got = await listUsers(src.client, { maxItems: 100 });
     const byId = new Map<string, UserReference>(got.items.map((u) => [u.id, u]));
-    expect(byId.get('u-only-id')).toEqual({ id: 'u-only-id' });
+    // an id and nothing to add: not kept
+    expect(byId.has('u-only-id')).toBe(false);
     expect(byId.get('u-full')).toEqual({ id: 'u-full', fullName: 'Ada Lovelace', email: 'ada@acme.example' });
     expect(byId.get('u-parts')).toEqual({ id: 'u-parts', fullName: 'Grace Hopper', siteRoles: { [SITE_A]: 'Creator', [SITE_B]: 'Viewer' } });
-    expect(byId.get('u-null')).toEqual({ id: 'u-null' });
-    expect(got.items).toHaveLength(4);
+    expect(byId.has('u-null')).toBe(false);
+    expect(got.items).toHaveLength(2);
+    expect(got.entries).toBe(4);
     expect(got.skipped).toBe(2);
     expect(got.census.missing({ name: ['userName', 'username', 'name'], email: ['email'] })).toEqual([]);
   });
@@ -162,7 +182,7 @@ describe('TCM users and sites lists', () => {
     const tcm = await server({ siteDetails: details, pageSize: 5 });
     const { log } = capturingLogger();
     const src = tcmSource(tcm, log);
-    const got = await fetchTcmSites(src.client, TENANT, { maxItems: 100, pageSize: 5 }, new AbortController().signal);
+    const got = await listSites(src.client, { maxItems: 100, pageSize: 5 });
     expect(got.pages).toBe(3);
     expect(got.items).toHaveLength(12);
     expect(got.items[3]).toEqual({ id: 'site-3', name: 'Site 3', contentUrl: 'site3' });
@@ -172,9 +192,9 @@ describe('TCM users and sites lists', () => {
     const tcm = await server({ users: users(30), pageSize: 10 });
     const { log } = capturingLogger();
     const src = tcmSource(tcm, log);
-    await expect(fetchTcmUsers(src.client, TENANT, { maxItems: 25, pageSize: 10 }, new AbortController().signal)).rejects.toThrow(/more than 25 users/);
+    await expect(listUsers(src.client, { maxItems: 25, pageSize: 10 })).rejects.toThrow(/more than 25 users/);
     tcm.respondNext('users', { status: 200, body: '{"message":"nothing here"}' });
-    await expect(fetchTcmUsers(src.client, TENANT, { maxItems: 100, pageSize: 10 }, new AbortController().signal)).rejects.toThrow(/page 1 has no "users" list/);
+    await expect(listUsers(src.client, { maxItems: 100, pageSize: 10 })).rejects.toThrow(/page 1 has no "users" list/);
   });
 });
 
@@ -258,6 +278,7 @@ describe('the enrichment refresher with TCM', () => {
     await refresher.waitForFirstLoad(20_000, new AbortController().signal);
     const second = new RecordingSink();
     refresher.setSink(second);
+    await refresher.published();
     expect(second.published).toHaveLength(1);
     expect(second.last).toEqual(first.last);
     await refresher.stop();

@@ -11,7 +11,8 @@
  *   check once it changed. Failures are counted and logged (TCM errors never quote a secret;
  *   a lookup file's error names the file and the line).
  * - Only the configured `fields` are kept (the data itself says what records gain); an entry
- *   left with nothing to add is not kept.
+ *   left with nothing to add is not kept. Users are kept compact between loads
+ *   (sources/reference-table.ts) and built as objects only when published.
  * - Which fields the first answer of each kind had is logged once (and again when it changes),
  *   since TCM does not publish its user fields.
  * - A new pool (after a config reload) gets the current copy (setSink); stop() publishes
@@ -26,8 +27,9 @@ import { Backoff, type BackoffPolicy } from '../core/backoff.js';
 import type { Logger } from '../core/logger.js';
 import { sourceMetrics, type EnrichmentMetrics, type PipelineMetrics } from '../core/metrics.js';
 import { sleep } from '../core/sleep.js';
-import type { ReferenceData, ReferenceDataSink, SiteReference, UserReference } from '../mapping/reference-data.js';
-import { selectSiteFields, selectUserFields, SITE_FIELD_SOURCES, USER_FIELD_SOURCES, type EnrichmentField, type FieldCensus, type ReferenceKind } from '../sources/reference-records.js';
+import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
+import { SITE_FIELD_SOURCES, USER_FIELD_SOURCES, type EnrichmentField, type FieldCensus, type ReferenceKind } from '../sources/reference-records.js';
+import { referenceBuilder, type ReferenceCopy } from '../sources/reference-table.js';
 import { LookupFileWatcher } from '../sources/reference-lookup-file.js';
 import type { Source } from '../sources/source.js';
 import { TcmClient, type TcmRetrySettings } from '../sources/tcm/tcm-client.js';
@@ -37,9 +39,11 @@ import { TcmSource } from '../sources/tcm/tcm-source.js';
 import { enrichmentFields, enrichmentTcm, type EnrichmentConfig } from './enrichment-config.js';
 import type { TenantConfig } from './config.js';
 
-/** One load's entries (before the fields are selected). */
+/** One load: its copy (the configured fields only), and what was read. */
 export interface LoadedReferences {
-  items: ReadonlyArray<UserReference | SiteReference>;
+  copy: ReferenceCopy;
+  /** Entries read (with an id), before duplicates were merged and entries with nothing to add left out. */
+  entries: number;
   census: FieldCensus;
   /** Items without an id, not kept (TCM). */
   skipped?: number;
@@ -59,7 +63,7 @@ export interface ReferenceLoader {
   readonly intervalMs: number;
   /** The waits after a failed load; undefined: the interval. */
   readonly retry?: BackoffPolicy;
-  load(signal: AbortSignal): Promise<LoadOutcome>;
+  load(signal: AbortSignal, fields: ReadonlySet<EnrichmentField>): Promise<LoadOutcome>;
 }
 
 export interface EnrichmentRefresherOptions {
@@ -74,7 +78,7 @@ export interface EnrichmentRefresherOptions {
 
 interface KindState {
   loader: ReferenceLoader;
-  items: ReadonlyArray<UserReference | SiteReference> | undefined;
+  copy: ReferenceCopy | undefined;
   loadedAtMs: number;
   /** When the copy was last known current (loaded, or its lookup file found unchanged). */
   confirmedAtMs: number;
@@ -93,6 +97,9 @@ export class EnrichmentRefresher {
   private readonly abort = new AbortController();
   private sink: ReferenceDataSink | undefined;
   private loops: Promise<void>[] = [];
+  /** Publications in order; one is queued at most (it reads the state when it starts). */
+  private publishing: Promise<void> = Promise.resolve();
+  private publishQueued = false;
   private started = false;
   private stopped: Promise<void> | undefined;
   private readonly firstAttempts: Promise<void>;
@@ -102,7 +109,7 @@ export class EnrichmentRefresher {
   constructor(private readonly options: EnrichmentRefresherOptions) {
     this.tenantId = options.tenantId;
     this.log = options.log;
-    for (const loader of options.loaders) this.states.set(loader.kind, { loader, items: undefined, loadedAtMs: 0, confirmedAtMs: 0, attempted: false, fieldsLogged: undefined });
+    for (const loader of options.loaders) this.states.set(loader.kind, { loader, copy: undefined, loadedAtMs: 0, confirmedAtMs: 0, attempted: false, fieldsLogged: undefined });
     this.firstAttempts = new Promise<void>((r) => (this.firstAttemptsDone = r));
   }
 
@@ -115,7 +122,8 @@ export class EnrichmentRefresher {
       return;
     }
     this.started = true;
-    this.publish();
+    // nothing is loaded yet: `pending` goes out before this returns
+    sink.publishReferenceData(this.tenantId, this.pendingData());
     for (const state of this.states.values()) {
       const { kind } = state.loader;
       this.options.metrics?.watchEnrichmentAge(this.tenantId, kind, () => (state.confirmedAtMs > 0 ? Math.max(0, (Date.now() - state.confirmedAtMs) / 1000) : undefined));
@@ -132,20 +140,25 @@ export class EnrichmentRefresher {
 
   /** Whether every configured kind has a good copy. */
   get loaded(): boolean {
-    return [...this.states.values()].every((s) => s.items !== undefined);
+    return [...this.states.values()].every((s) => s.copy !== undefined);
   }
 
-  /** What is published now. */
-  current(): ReferenceData {
-    const users = this.states.get('users')?.items as readonly UserReference[] | undefined;
-    const sites = this.states.get('sites')?.items as readonly SiteReference[] | undefined;
+  /** What is published now: the users built afresh from their compact copy, in slices (the event loop gets turns). */
+  async current(): Promise<ReferenceData> {
+    const users = this.states.get('users')?.copy;
+    const sites = this.states.get('sites')?.copy;
     const loaded = this.loaded;
+    const loadedAtMs = loaded ? Math.min(...[...this.states.values()].map((s) => s.loadedAtMs)) : 0;
     return {
       status: loaded ? 'loaded' : 'pending',
-      users: users ?? [],
-      sites: sites ?? [],
-      loadedAtMs: loaded ? Math.min(...[...this.states.values()].map((s) => s.loadedAtMs)) : 0,
+      users: users?.kind === 'users' ? await users.users.toReferencesInSlices() : [],
+      sites: sites?.kind === 'sites' ? sites.sites : [],
+      loadedAtMs,
     };
+  }
+
+  private pendingData(): ReferenceData {
+    return { status: 'pending', users: [], sites: [], loadedAtMs: 0 };
   }
 
   /**
@@ -164,8 +177,9 @@ export class EnrichmentRefresher {
         signal.removeEventListener('abort', onAbort);
       }
     }
-    if (!this.loaded && !signal.aborted) {
-      const missing = [...this.states.values()].filter((s) => s.items === undefined).map((s) => s.loader.kind);
+    if (this.loaded) await this.publishing; // the workers have it before the sources start
+    else if (!signal.aborted) {
+      const missing = [...this.states.values()].filter((s) => s.copy === undefined).map((s) => s.loader.kind);
       this.log.warn({ missing, initialWaitMs: ms }, 'enrichment data not loaded yet; the sources start anyway and records are sent without the names until it is');
     }
     return this.loaded;
@@ -176,10 +190,11 @@ export class EnrichmentRefresher {
     this.stopped ??= (async () => {
       this.abort.abort();
       await Promise.all(this.loops);
+      await this.publishing;
       if (this.started) this.sink?.publishReferenceData(this.tenantId, undefined);
       this.sink = undefined;
       for (const state of this.states.values()) {
-        state.items = undefined;
+        state.copy = undefined;
         const labels = { tenant: this.tenantId, kind: state.loader.kind };
         this.options.metrics?.watchEnrichmentAge(this.tenantId, state.loader.kind, undefined);
         this.options.metrics?.enrichmentEntries.remove(labels);
@@ -190,8 +205,28 @@ export class EnrichmentRefresher {
     return this.stopped;
   }
 
+  /** Publish the current copy to the sink, after the publications before it (coalesced: one waits at most). */
   private publish(): void {
-    if (this.sink && !this.abort.signal.aborted) this.sink.publishReferenceData(this.tenantId, this.current());
+    if (this.publishQueued) return;
+    this.publishQueued = true;
+    this.publishing = this.publishing.then(async () => {
+      this.publishQueued = false;
+      const sink = this.sink;
+      if (!sink || this.abort.signal.aborted) return;
+      try {
+        const data = await this.current();
+        // stopped meanwhile (the data is withdrawn), or a new sink that has its own publication queued
+        if (this.abort.signal.aborted || this.sink !== sink) return;
+        sink.publishReferenceData(this.tenantId, data);
+      } catch (err) {
+        this.log.error({ err: (err as Error).message }, 'publishing the enrichment data to the encode pool failed');
+      }
+    });
+  }
+
+  /** Resolves once the publications queued so far are done (tests, and the order of stop()). */
+  published(): Promise<void> {
+    return this.publishing;
   }
 
   private async loop(state: KindState): Promise<void> {
@@ -201,7 +236,7 @@ export class EnrichmentRefresher {
     for (;;) {
       let ok = false;
       try {
-        const outcome = await loader.load(signal);
+        const outcome = await loader.load(signal, this.options.fields);
         if (signal.aborted) return;
         if (outcome === 'unchanged') {
           ok = true;
@@ -213,9 +248,9 @@ export class EnrichmentRefresher {
       } catch (err) {
         if (signal.aborted) return;
         this.options.metrics?.enrichmentRefreshes.inc({ tenant: this.tenantId, kind: loader.kind, result: 'failure' });
-        const kept = state.items !== undefined;
+        const kept = state.copy !== undefined;
         this.log.error(
-          { kind: loader.kind, from: loader.from, err: (err as Error).message, kept: kept ? state.items!.length : undefined },
+          { kind: loader.kind, from: loader.from, err: (err as Error).message, kept: kept ? state.copy!.length : undefined },
           kept ? 'enrichment refresh failed; the last good copy stays in use' : 'enrichment load failed; records are sent without these names until a load succeeds',
         );
       }
@@ -232,20 +267,15 @@ export class EnrichmentRefresher {
 
   private accept(state: KindState, loaded: LoadedReferences): void {
     const { kind, from } = state.loader;
-    const fields = this.options.fields;
-    const kept: Array<UserReference | SiteReference> = [];
-    for (const item of loaded.items) {
-      const s = kind === 'users' ? selectUserFields(item as UserReference, fields) : selectSiteFields(item as SiteReference, fields);
-      if (s) kept.push(s);
-    }
-    const before = state.items?.length;
+    const kept = loaded.copy.length;
+    const before = state.copy?.length;
     const now = Date.now();
-    state.items = kept;
+    state.copy = loaded.copy;
     state.loadedAtMs = now;
     state.confirmedAtMs = now;
     const { metrics } = this.options;
     metrics?.enrichmentRefreshes.inc({ tenant: this.tenantId, kind, result: 'success' });
-    metrics?.enrichmentEntries.set({ tenant: this.tenantId, kind }, kept.length);
+    metrics?.enrichmentEntries.set({ tenant: this.tenantId, kind }, kept);
     const names = loaded.census.names();
     const key = names.join(',');
     if (key !== state.fieldsLogged) {
@@ -255,8 +285,8 @@ export class EnrichmentRefresher {
         `enrichment ${kind}: the fields the entries have (missing ones are simply not added)`,
       );
     }
-    const level = before !== undefined && before > 0 && kept.length === 0 ? 'warn' : 'info';
-    this.log[level]({ kind, from, entries: loaded.items.length, kept: kept.length, previous: before, skippedWithoutId: loaded.skipped || undefined, ...loaded.detail }, `enrichment ${kind} loaded`);
+    const level = before !== undefined && before > 0 && kept === 0 ? 'warn' : 'info';
+    this.log[level]({ kind, from, entries: loaded.entries, kept, previous: before, skippedWithoutId: loaded.skipped || undefined, ...loaded.detail }, `enrichment ${kind} loaded`);
     this.publish();
   }
 }
@@ -319,20 +349,21 @@ export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRef
         from: 'tcm',
         intervalMs: config.refreshInterval,
         retry: tcmRetry,
-        load: async (signal) => {
-          const r = kind === 'users' ? await fetchTcmUsers(c, tenantId, { maxItems }, signal) : await fetchTcmSites(c, tenantId, { maxItems }, signal);
-          return { items: r.items, census: r.census, skipped: r.skipped, detail: { pages: r.pages } };
+        load: async (signal, fields) => {
+          const into = referenceBuilder(kind, fields);
+          const r = kind === 'users' ? await fetchTcmUsers(c, tenantId, into, { maxItems }, signal) : await fetchTcmSites(c, tenantId, into, { maxItems }, signal);
+          return { copy: into.build(), entries: r.entries, census: r.census, skipped: r.skipped, detail: { pages: r.pages } };
         },
       });
     } else {
-      const watcher = new LookupFileWatcher(kind, resolve(setup.baseDir, spec.file), spec.format, maxItems);
+      const watcher = new LookupFileWatcher(kind, resolve(setup.baseDir, spec.file), spec.format, maxItems, enrichmentFields(config));
       loaders.push({
         kind,
         from: watcher.file,
         intervalMs: config.fileCheckInterval,
         load: async () => {
           const r = await watcher.check();
-          return typeof r === 'string' ? r : { items: r.items, census: r.census, detail: { format: watcher.format } };
+          return typeof r === 'string' ? r : { copy: r.copy, entries: r.entries, census: r.census, detail: { format: watcher.format } };
         },
       });
     }

@@ -17,9 +17,9 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { parse as parseCsv, type CsvError, type Info } from 'csv-parse/sync';
-import type { SiteReference, UserReference } from '../mapping/reference-data.js';
-import { FieldCensus, mergeUsers, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type ReferenceKind } from './reference-records.js';
+import { parse as parseCsv, type CsvError, type Info } from 'csv-parse';
+import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
+import { referenceBuilder, type ReferenceCopy } from './reference-table.js';
 
 export type LookupFormat = 'csv' | 'ndjson';
 
@@ -47,66 +47,98 @@ export class LookupFileError extends Error {
 }
 
 export interface LookupFileResult {
-  items: UserReference[] | SiteReference[];
+  copy: ReferenceCopy;
   census: FieldCensus;
-  /** Entries read (before rows of the same id were merged). */
+  /** Entries read (before rows of the same id were merged and entries with nothing to add left out). */
   entries: number;
 }
 
-/** Parse a whole lookup file; throws LookupFileError at the first bad line. */
-export function parseLookupFile(kind: ReferenceKind, file: string, text: string, format: LookupFormat, maxItems: number): LookupFileResult {
+/** Rows parsed between two yields to the event loop (a big file never blocks the daemon for long). */
+const ROWS_PER_SLICE = 2000;
+/** CSV text fed to the parser per slice. */
+const CSV_SLICE_CHARS = 256 * 1024;
+
+const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/**
+ * Parse a whole lookup file, keeping only `fields`; rejects with a LookupFileError at the first
+ * bad line. Works in slices, giving the event loop a turn between them.
+ */
+export async function parseLookupFile(kind: ReferenceKind, file: string, text: string, format: LookupFormat, maxItems: number, fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS)): Promise<LookupFileResult> {
   const census = new FieldCensus();
-  const users = new Map<string, UserReference>();
-  const sites = new Map<string, SiteReference>();
+  const into = referenceBuilder(kind, fields);
   let entries = 0;
   const idNames = (kind === 'users' ? USER_FIELD_SOURCES : SITE_FIELD_SOURCES).id!;
   const take = (item: Record<string, unknown>, line: number): void => {
     census.add(item);
+    const ref = kind === 'users' ? userReferenceOf(item) : siteReferenceOf(item);
+    if (!ref) throw new LookupFileError(file, line, `no ${kind === 'users' ? 'user' : 'site'} id (a value under ${idNames.join(', ')})`);
     entries++;
-    if (kind === 'users') {
-      const u = userReferenceOf(item);
-      if (!u) throw new LookupFileError(file, line, `no user id (a value under ${idNames.join(', ')})`);
-      const had = users.get(u.id);
-      users.set(u.id, had ? mergeUsers(had, u) : u);
-      if (users.size > maxItems) throw new LookupFileError(file, line, `more than ${maxItems} users (maxUsers of enrichment)`);
-    } else {
-      const s = siteReferenceOf(item);
-      if (!s) throw new LookupFileError(file, line, `no site id (a value under ${idNames.join(', ')})`);
-      const had = sites.get(s.id);
-      sites.set(s.id, had ? { ...s, ...had } : s);
-      if (sites.size > maxItems) throw new LookupFileError(file, line, `more than ${maxItems} sites (maxSites of enrichment)`);
-    }
+    into.add(ref);
+    if (into.size > maxItems) throw new LookupFileError(file, line, `more than ${maxItems} ${kind} (${kind === 'users' ? 'maxUsers' : 'maxSites'} of enrichment)`);
   };
 
   if (format === 'ndjson') {
-    const lines = text.split('\n');
-    lines.forEach((raw, i) => {
-      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-      if (line.trim() === '') return;
+    let lineNo = 0;
+    let start = 0;
+    while (start <= text.length) {
+      let end = text.indexOf('\n', start);
+      if (end < 0) end = text.length;
+      lineNo++;
+      const line = text.slice(start, end > start && text[end - 1] === '\r' ? end - 1 : end);
+      start = end + 1;
+      if (lineNo % ROWS_PER_SLICE === 0) await yieldToLoop();
+      if (line.trim() === '') continue;
       let value: unknown;
       try {
         value = JSON.parse(line);
       } catch (err) {
-        throw new LookupFileError(file, i + 1, `not JSON: ${(err as Error).message}`);
+        throw new LookupFileError(file, lineNo, `not JSON: ${(err as Error).message}`);
       }
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new LookupFileError(file, i + 1, 'not a JSON object');
-      take(value as Record<string, unknown>, i + 1);
-    });
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new LookupFileError(file, lineNo, 'not a JSON object');
+      take(value as Record<string, unknown>, lineNo);
+    }
   } else {
-    let rows: Array<{ record: Record<string, string>; info: Info }>;
-    try {
-      rows = parseCsv(text, { columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true }) as typeof rows;
-    } catch (err) {
+    const parser = parseCsv({ columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true });
+    const rows: Array<{ record: Record<string, string>; info: Info }> = [];
+    let failure: unknown;
+    parser.on('readable', () => {
+      for (let r = parser.read() as (typeof rows)[number] | null; r !== null; r = parser.read() as (typeof rows)[number] | null) rows.push(r);
+    });
+    parser.on('error', (err) => (failure ??= err));
+    let headerChecked = false;
+    const drain = (): void => {
+      for (const { record, info } of rows.splice(0)) {
+        if (!headerChecked) {
+          headerChecked = true;
+          if (!Object.keys(record).some((n) => idNames.includes(n))) throw new LookupFileError(file, 1, `the header has no id column (one of ${idNames.join(', ')})`);
+        }
+        take(record, info.lines);
+      }
+    };
+    const csvError = (err: unknown): LookupFileError => {
       const e = err as CsvError & { lines?: number };
-      throw new LookupFileError(file, typeof e.lines === 'number' ? e.lines : undefined, `not valid CSV: ${e.message.replace(/ (at|on) line \d+\.?$/, '')}`);
+      return new LookupFileError(file, typeof e.lines === 'number' ? e.lines : undefined, `not valid CSV: ${e.message.replace(/ (at|on) line \d+\.?$/, '')}`);
+    };
+    for (let at = 0; at < text.length && failure === undefined; at += CSV_SLICE_CHARS) {
+      parser.write(text.slice(at, at + CSV_SLICE_CHARS));
+      drain();
+      await yieldToLoop();
     }
-    const first = rows[0];
-    if (first && !Object.keys(first.record).some((n) => idNames.includes(n))) {
-      throw new LookupFileError(file, 1, `the header has no id column (one of ${idNames.join(', ')})`);
+    if (failure === undefined) {
+      await new Promise<void>((resolve) => {
+        parser.once('end', resolve);
+        parser.once('error', () => resolve());
+        parser.end();
+      });
     }
-    for (const { record, info } of rows) take(record, info.lines);
+    if (failure !== undefined) {
+      drain(); // rows before the bad one may hold an error of their own, named first
+      throw csvError(failure);
+    }
+    drain();
   }
-  return { items: kind === 'users' ? [...users.values()] : [...sites.values()], census, entries };
+  return { copy: into.build(), census, entries };
 }
 
 export type LookupCheck = LookupFileResult | 'unchanged' | 'still-failing';
@@ -124,6 +156,7 @@ export class LookupFileWatcher {
     readonly file: string,
     readonly format: LookupFormat,
     private readonly maxItems: number,
+    private readonly fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS),
   ) {}
 
   /**
@@ -175,7 +208,7 @@ export class LookupFileWatcher {
       this.failed = false; // back to the content of the last good copy
       return undefined;
     }
-    const result = parseLookupFile(this.kind, this.file, bytes.toString('utf8'), this.format, this.maxItems);
+    const result = await parseLookupFile(this.kind, this.file, bytes.toString('utf8'), this.format, this.maxItems, this.fields);
     this.hash = hash;
     return result;
   }

@@ -18,6 +18,7 @@
  */
 import type { SiteReference, UserReference } from '../../mapping/reference-data.js';
 import { FieldCensus, siteReferenceOf, userReferenceOf, type ReferenceKind } from '../reference-records.js';
+import type { ReferenceCollector } from '../reference-table.js';
 import type { TcmClient } from './tcm-client.js';
 
 export const TCM_USERS_PATH = (tenantId: string): string => `/api/v1/tenants/${encodeURIComponent(tenantId)}/users`;
@@ -26,10 +27,11 @@ export const TCM_REFERENCE_SITES_PATH = (tenantId: string): string => `/api/v1/t
 /** Items asked for per page (`maxResults`; the server may return fewer). */
 export const REFERENCE_PAGE_SIZE = 1000;
 
-export interface ReferenceListResult<T> {
-  items: T[];
+export interface ReferenceListStats {
   /** The top-level fields the items had. */
   census: FieldCensus;
+  /** Items with an id (before duplicates were merged and entries with nothing to add left out). */
+  entries: number;
   /** Items without an id (not kept). */
   skipped: number;
   pages: number;
@@ -41,14 +43,14 @@ export interface ReferenceListOptions {
   pageSize?: number;
 }
 
-/** Every user of the tenant. */
-export function fetchTcmUsers(client: TcmClient, tenantId: string, options: ReferenceListOptions, signal: AbortSignal): Promise<ReferenceListResult<UserReference>> {
-  return fetchList(client, 'users', TCM_USERS_PATH(tenantId), userReferenceOf, options, signal);
+/** Every user of the tenant, into `into` page by page (so only the compact copy is kept). */
+export function fetchTcmUsers(client: TcmClient, tenantId: string, into: ReferenceCollector<UserReference>, options: ReferenceListOptions, signal: AbortSignal): Promise<ReferenceListStats> {
+  return fetchList(client, 'users', TCM_USERS_PATH(tenantId), userReferenceOf, into, options, signal);
 }
 
 /** Every site of the tenant. */
-export function fetchTcmSites(client: TcmClient, tenantId: string, options: ReferenceListOptions, signal: AbortSignal): Promise<ReferenceListResult<SiteReference>> {
-  return fetchList(client, 'sites', TCM_REFERENCE_SITES_PATH(tenantId), siteReferenceOf, options, signal);
+export function fetchTcmSites(client: TcmClient, tenantId: string, into: ReferenceCollector<SiteReference>, options: ReferenceListOptions, signal: AbortSignal): Promise<ReferenceListStats> {
+  return fetchList(client, 'sites', TCM_REFERENCE_SITES_PATH(tenantId), siteReferenceOf, into, options, signal);
 }
 
 async function fetchList<T extends { id: string }>(
@@ -56,14 +58,15 @@ async function fetchList<T extends { id: string }>(
   kind: ReferenceKind,
   path: string,
   read: (item: Record<string, unknown>) => T | undefined,
+  into: ReferenceCollector<T>,
   options: ReferenceListOptions,
   signal: AbortSignal,
-): Promise<ReferenceListResult<T>> {
+): Promise<ReferenceListStats> {
   const pageSize = options.pageSize ?? REFERENCE_PAGE_SIZE;
-  const byId = new Map<string, T>();
   const census = new FieldCensus();
   const tokens = new Set<string>();
   let skipped = 0;
+  let entries = 0;
   let token: string | undefined;
   let pages = 0;
   for (;;) {
@@ -85,8 +88,9 @@ async function fetchList<T extends { id: string }>(
         skipped++;
         continue;
       }
-      byId.set(ref.id, ref);
-      if (byId.size > options.maxItems) {
+      entries++;
+      into.add(ref);
+      if (into.size > options.maxItems) {
         throw new Error(`tcm ${kind}: the tenant has more than ${options.maxItems} ${kind} (maxUsers / maxSites of enrichment); not read on`);
       }
     }
@@ -96,7 +100,7 @@ async function fetchList<T extends { id: string }>(
     tokens.add(next);
     token = next;
   }
-  return { items: [...byId.values()], census, skipped, pages };
+  return { census, entries, skipped, pages };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
