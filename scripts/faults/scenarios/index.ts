@@ -13,6 +13,7 @@ import { securityOverrides, securityLogs, securityReadyz, securityObjectLimits }
 import { destination401, destination413 } from './destination-refusals.js';
 import { serverNode } from './server-node.js';
 import { tenantRestart, secondDaemon } from './daemon-state.js';
+import { enrichmentTcmDown } from './enrichment.js';
 
 export const SCENARIOS: Scenario[] = [
   kill9,
@@ -41,4 +42,5 @@ export const SCENARIOS: Scenario[] = [
   serverNode,
   tenantRestart,
   secondDaemon,
+  enrichmentTcmDown,
 ];
