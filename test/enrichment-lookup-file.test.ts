@@ -5,10 +5,11 @@
  * not, and a broken file keeping the last good copy until it is fixed.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { rmSync, utimesSync, writeFileSync, renameSync } from 'node:fs';
+import { readFileSync, rmSync, utimesSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
 import { tempDir } from './support/activity-fixtures.js';
+import { REPO_ROOT } from './support/cli-process.js';
 import { metricValue, waitFor } from './support/daemon-process.js';
 import { LookupFileError, LookupFileWatcher, parseLookupFile, type LookupCheck } from '../src/sources/reference-lookup-file.js';
 import { DaemonMetrics } from '../src/daemon/metrics.js';
@@ -109,6 +110,15 @@ describe('lookup file formats', () => {
     );
     expect(err).toBeInstanceOf(LookupFileError);
     expect((err as LookupFileError).line).toBe(1);
+  });
+
+  it('the example lookup files (examples/lookup/) are valid', async () => {
+    const users = join(REPO_ROOT, 'examples', 'lookup', 'users.csv');
+    const sites = join(REPO_ROOT, 'examples', 'lookup', 'sites.ndjson');
+    const u = itemsOf(await parseLookupFile('users', users, readFileSync(users, 'utf8'), 'csv', 100)) as Array<{ fullName?: string; siteRoles?: object }>;
+    expect(u.map((x) => x.fullName)).toEqual(['Ada Lovelace', 'Grace Hopper']);
+    expect(u.every((x) => x.siteRoles !== undefined)).toBe(true);
+    expect(itemsOf(await parseLookupFile('sites', sites, readFileSync(sites, 'utf8'), 'ndjson', 100))).toHaveLength(2);
   });
 
   it('the watcher reads a file again only when it changed', async () => {
