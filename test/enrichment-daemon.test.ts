@@ -84,8 +84,8 @@ describe('enrichment in the daemon', () => {
   });
 
   for (const c of [
-    { name: 'wait for the first TCM load before listing', initialWait: '30s', retryAfter: '2', listsFirst: false },
-    { name: 'list after initialWait when the first TCM load takes longer', initialWait: '300ms', retryAfter: '4', listsFirst: true },
+    { name: 'wait for the first TCM load before listing', initialWait: '30s', waitMs: 30_000, retryAfter: '2', listsFirst: false },
+    { name: 'list after initialWait when the first TCM load takes longer', initialWait: '500ms', waitMs: 500, retryAfter: '4', listsFirst: true },
   ]) {
     it(`the tcm source's connection: ${c.name}`, async () => {
       const rx = await startOtlpReceiver();
@@ -120,6 +120,9 @@ describe('enrichment in the daemon', () => {
       const usersOk = tcm.requests.find((r) => r.kind === 'users' && r.status === 200)!;
       const firstList = tcm.requests.find((r) => r.kind === 'list')!;
       expect(firstList.at < usersOk.at).toBe(c.listsFirst);
+      // either way the source did not list before the wait was over or the data was loaded (the wait begins once "tenant started" is logged)
+      const started = Date.parse(String(daemon.logs().find((l) => l.msg === 'tenant started')!.time));
+      expect(firstList.at - started).toBeGreaterThanOrEqual(Math.min(c.waitMs, usersOk.at - started) - 20);
       const text = (await daemon.get('/metrics')).body;
       expect(metricValue(text, 'tao_enrichment_entries', { tenant: 'acme', kind: 'sites' })).toBe(1);
       expect(metricValue(text, 'tao_source_requests_total', { tenant: 'acme', source: 'tcm-main', operation: 'users' })).toBe(2);
