@@ -703,11 +703,14 @@ export function failureBodyOf(body: string): string | undefined {
  * - the session a tenant sign-in creates is the actor's `session.id` (the initiating session, if
  *   any, stays `tableau.initiating_session_id`);
  * - the session `hist_delete_refresh_token_session` deletes is the target's, not the actor's;
- * - the URL a sign-in went to is `url.full`.
+ * - the URL a sign-in went to is `url.full`;
+ * - the request headers a record carries are `http.request.header.<name>` (a one-item string
+ *   array, the conventions' type): the sign-ins' `acceptLanguage`, a view request's `referrer`.
  */
 export const DEFAULT_SEMANTICS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  'site/login_authentication': { username: 'user.name', loginUrl: 'url.full' },
-  'site/login_verification': { username: 'user.name' },
+  'site/login_authentication': { username: 'user.name', loginUrl: 'url.full', acceptLanguage: 'http.request.header.accept-language' },
+  'site/login_verification': { username: 'user.name', acceptLanguage: 'http.request.header.accept-language' },
+  'site/vizql_http_request': { referrer: 'http.request.header.referer' },
   'site/bridge_client_register': { userName: 'user.name' },
   'site/site_storage_usage': { actorUsername: 'user.name' },
   'site/hist_delete_refresh_token_session': { sessionId: 'keep' },

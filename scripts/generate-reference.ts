@@ -2,7 +2,8 @@
  * Reference documentation generator: turns the catalog in `mappings/` into
  * `docs/event-reference.md`, the page a SIEM engineer reads to write rules: the mapping rules
  * every event type follows, the common attributes of each family, an index of all event types,
- * and one section per event type (semantics, target, body, every type-specific attribute with
+ * and, on one page per family (`event-reference-site.md`, `event-reference-tenant.md`: one page
+ * would be over the 512 kB GitHub renders), one section per event type (semantics, target, body, every type-specific attribute with
  * the exact attribute name the mapper emits).
  *
  * Output names come from `outputNamesOf` (the catalog's own naming function), the derived and
@@ -13,7 +14,8 @@
  * Usage:
  *   npx tsx scripts/generate-reference.ts [--out FILE] [--mappings DIR] [--check]
  *
- *   --out FILE       write FILE instead of docs/event-reference.md
+ *   --out FILE       write FILE instead of docs/event-reference.md (the family pages,
+ *                    event-reference-site.md and event-reference-tenant.md, next to it)
  *   --mappings DIR   read the catalog from DIR instead of the repository's mappings/
  *   --check          write nothing; exit 1 with a message when FILE differs from what would be written
  */
@@ -40,7 +42,7 @@ import {
   ATTR_TARGET_USER_ID,
   DERIVED_ATTRIBUTES,
   RAW_ATTRIBUTE_PREFIX,
-  RESOURCE_TENANT_ID,
+  RESOURCE_TABLEAU_TENANT_ID, RESOURCE_TENANT_LABEL,
   UNKNOWN_EVENT_TYPE,
   snakeCase,
 } from '../src/mapping/record-mapper.js';
@@ -221,16 +223,26 @@ function defaultBodyText(entry: EventTypeEntry): string {
   return `${entry.eventType.replace(/_/g, ' ')}[ by user {user|actorUserId}][ ({eventOutcome|status})]`;
 }
 
-export function renderReference(catalog: Catalog): string {
+/** The file name of a family's page, next to the main page (GitHub renders Markdown up to 512 kB: one page would be over it). */
+export function familyPageName(f: Family): string {
+  return `event-reference-${f}.md`;
+}
+const MAIN_PAGE = 'event-reference.md';
+
+/** The three pages: the main one (how to read, rules, common attributes, index) and one per family, by file name. */
+export function renderReferencePages(catalog: Catalog): Map<string, string> {
   const d = catalog.defaults;
   const prefix = d.attributePrefix;
   const all = FAMILIES.flatMap((f) => typesOf(catalog, f));
   const counts = Object.fromEntries(FAMILIES.map((f) => [f, typesOf(catalog, f).length])) as Record<Family, number>;
   const anchors = new Map<string, string>();
-  const lines: string[] = [];
+  const pages = new Map<string, string[]>([[MAIN_PAGE, []]]);
+  let lines = pages.get(MAIN_PAGE)!;
   const out = (...l: string[]): void => {
     lines.push(...l);
   };
+  /** A link target on the main page, from a family page. */
+  const main = (anchor: string): string => `${MAIN_PAGE}#${anchor}`;
   const heading = (level: number, text: string): string => {
     const s = slug(text);
     const previous = anchors.get(s);
@@ -240,6 +252,7 @@ export function renderReference(catalog: Catalog): string {
     return s;
   };
   const typeAnchor = (e: EventTypeEntry): string => slug(e.eventType);
+  const typeLink = (e: EventTypeEntry): string => `${familyPageName(e.family)}#${typeAnchor(e)}`;
   const commonAnchor = (f: Family): string => slug(`${cap(f)} common attributes`);
 
   // --- Title and how to read ----------------------------------------------------------------
@@ -266,7 +279,7 @@ export function renderReference(catalog: Catalog): string {
     `- [Common attributes](#${slug('Common attributes')}): the attributes every event of a family carries,`,
     '  listed once here and not repeated in each event type.',
     `- [Index of event types](#${slug('Index of event types')}): one row per event type with its family and classification.`,
-    `- [Site event types](#${slug('Site event types')}) and [tenant event types](#${slug('Tenant event types')}):`,
+    `- [Site event types](${familyPageName('site')}) and [tenant event types](${familyPageName('tenant')}), one page each:`,
     '  one section per type, alphabetical, with the attributes specific to it.',
     '',
     'Each event type section starts with four lines:',
@@ -424,10 +437,12 @@ export function renderReference(catalog: Catalog): string {
     ...table(
       ['Resource attribute', 'Value'],
       [
-        [code(ATTR_SERVICE_NAME), FAMILIES.map((f) => `${code(d[f].serviceName)} for ${f} events`).join(', ')],
-        [code(RESOURCE_TENANT_ID), 'the configured tenant'],
+        [code(ATTR_SERVICE_NAME), `${FAMILIES.map((f) => `${code(d[f].serviceName)} for ${f} events`).join(', ')}; the tenant's ${code('resource.serviceName')} instead, and a source's own (${code('tableau-server')}) before both`],
+        [code(RESOURCE_TABLEAU_TENANT_ID), `Tableau's tenant id: the tcm source's ${code('tenantId')}, else the object key's ${code('tenant=')} segment, else the tenant's ${code('resource.tableauTenantId')}; absent when none says it`],
+        [code(RESOURCE_TENANT_LABEL), `the daemon's tenant label (${code('tenants[].id')} of the config)`],
         [code(`${prefix}site_luid`), `the record's ${code('siteLuid')}, else the object key's ${code('siteLuid=')} segment`],
         [code(`${prefix}pod`), `the object key's ${code('pod=')} segment`],
+        ['(configured)', `the tenant's ${code('resource.attributes')} and its overrides' ${code('static:')} attributes, then what a source attaches to its objects (${code('host.name')}, …)`],
       ],
     ),
     '',
@@ -457,7 +472,7 @@ export function renderReference(catalog: Catalog): string {
     ...table(
       ['Event name', 'Family', 'Category', 'Action', 'OCSF class', 'OCSF activity_id'],
       all.map((e) => [
-        `[${code(d.eventNamePrefix + e.eventType)}](#${typeAnchor(e)})`,
+        `[${code(d.eventNamePrefix + e.eventType)}](${typeLink(e)})`,
         e.family,
         e.category ? code(e.category) : '',
         e.action ? code(e.action) : '',
@@ -470,6 +485,16 @@ export function renderReference(catalog: Catalog): string {
 
   // --- One section per type -----------------------------------------------------------------
   for (const f of FAMILIES) {
+    lines = [];
+    pages.set(familyPageName(f), lines);
+    heading(1, `Tableau Cloud Activity Log: ${f} event types`);
+    out(
+      '<!-- Generated by scripts/generate-reference.ts from mappings/. Do not edit: change the mapping files and run `npm run docs`. -->',
+      '',
+      `The ${counts[f]} ${f} event types, one section each, alphabetical. How to read a section, the rules every`,
+      `type follows and the [${f} common attributes](${main(commonAnchor(f))}) are in the [event reference](${MAIN_PAGE}).`,
+      '',
+    );
     heading(2, `${cap(f)} event types`);
     for (const e of typesOf(catalog, f)) {
       const anchor = heading(3, e.eventType);
@@ -478,7 +503,7 @@ export function renderReference(catalog: Catalog): string {
       const outputs = outputsOf(f, e.allAttributes, catalog, e.semantics);
       const failure = failureRulesOf(e, catalog);
       const items: string[] = [];
-      const typeSeverity = e.severity ? `${e.severity.default ?? 'default'}${e.severity.failure === 'always' ? ', every record a failure' : ''}` : '[default](#severity)';
+      const typeSeverity = e.severity ? `${e.severity.default ?? 'default'}${e.severity.failure === 'always' ? ', every record a failure' : ''}` : `[default](${main('severity')})`;
       items.push(`Event name ${code(d.eventNamePrefix + e.eventType)}; severity ${typeSeverity}${failure.length > 0 ? `, ${failure.join(', ')}` : ''}`);
       items.push(
         [
@@ -507,12 +532,12 @@ export function renderReference(catalog: Catalog): string {
       } else {
         items.push('Target none');
       }
-      items.push(e.body ? `Body ${code(e.body)}` : `Body [default](#body): ${code(defaultBodyText(e))}`);
+      items.push(e.body ? `Body ${code(e.body)}` : `Body [default](${main('body')}): ${code(defaultBodyText(e))}`);
       items.push(e.bodyOnFailure ? `Body on failure ${code(e.bodyOnFailure)}` : e.body ? `Body on failure: the body followed by ${code(' (failed: <error.type>)')}` : `Body on failure: the default body with ${code(' failed (<error.type>)')} in place of the outcome`);
       out(...items.map((i) => `- ${i}`), '');
       const own = Object.entries(e.attributes);
       if (own.length === 0) {
-        out(`No attributes besides the [${f} common attributes](#${commonAnchor(f)}).`, '');
+        out(`No attributes besides the [${f} common attributes](${main(commonAnchor(f))}).`, '');
       } else {
         out(
           ...table(
@@ -524,7 +549,12 @@ export function renderReference(catalog: Catalog): string {
       }
     }
   }
-  return lines.join('\n').replace(/\n+$/, '\n');
+  return new Map([...pages].map(([name, l]) => [name, l.join('\n').replace(/\n+$/, '\n')]));
+}
+
+/** The three pages as one text (main page first, then site, then tenant), for tests that search all of the reference. */
+export function renderReference(catalog: Catalog): string {
+  return [...renderReferencePages(catalog).values()].join('\n');
 }
 
 function cap(s: string): string {
@@ -577,28 +607,34 @@ function firstDifference(a: string, b: string): number {
 function main(argv: string[]): number {
   const options = parseArgs(argv);
   const catalog = loadCatalog(options.mappingsDir);
-  const text = renderReference(catalog);
-  const shown = path.relative(process.cwd(), options.out) || options.out;
+  const pages = renderReferencePages(catalog);
+  // the main page at --out, the family pages next to it
+  const files = [...pages].map(([name, text]) => ({ file: name === MAIN_PAGE ? options.out : path.join(path.dirname(options.out), name), text }));
+  const shown = (file: string): string => path.relative(process.cwd(), file) || file;
   if (options.check) {
-    const current = existsSync(options.out) ? readFileSync(options.out, 'utf8') : undefined;
-    if (current === text) {
-      console.log(`${shown} is up to date (${catalog.eventTypes.size} event types)`);
-      return 0;
+    let stale = 0;
+    for (const { file, text } of files) {
+      const current = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+      if (current === text) continue;
+      stale++;
+      console.error(
+        current === undefined
+          ? `${shown(file)} does not exist: run \`npm run docs\` to generate it`
+          : `${shown(file)} is out of date with mappings/ (first difference at line ${firstDifference(current, text)}): run \`npm run docs\` and commit the result`,
+      );
     }
-    console.error(
-      current === undefined
-        ? `${shown} does not exist: run \`npm run docs\` to generate it`
-        : `${shown} is out of date with mappings/ (first difference at line ${firstDifference(current, text)}): run \`npm run docs\` and commit the result`,
-    );
-    return 1;
-  }
-  if (Buffer.byteLength(text) > GITHUB_RENDER_LIMIT) {
-    console.warn(`warning: ${Buffer.byteLength(text)} bytes; GitHub may not render Markdown files over ${GITHUB_RENDER_LIMIT} bytes`);
+    if (stale === 0) console.log(`${files.map((f) => shown(f.file)).join(', ')}: up to date (${catalog.eventTypes.size} event types)`);
+    return stale === 0 ? 0 : 1;
   }
   mkdirSync(path.dirname(options.out), { recursive: true });
-  const before = existsSync(options.out) ? readFileSync(options.out, 'utf8') : undefined;
-  if (before !== text) writeFileSync(options.out, text);
-  console.log(`${shown}: ${catalog.eventTypes.size} event types, ${Buffer.byteLength(text)} bytes (${before === text ? 'unchanged' : 'written'})`);
+  for (const { file, text } of files) {
+    if (Buffer.byteLength(text) > GITHUB_RENDER_LIMIT) {
+      console.warn(`warning: ${shown(file)} is ${Buffer.byteLength(text)} bytes; GitHub may not render Markdown files over ${GITHUB_RENDER_LIMIT} bytes`);
+    }
+    const before = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+    if (before !== text) writeFileSync(file, text);
+    console.log(`${shown(file)}: ${Buffer.byteLength(text)} bytes (${before === text ? 'unchanged' : 'written'})`);
+  }
   return 0;
 }
 

@@ -222,18 +222,22 @@ describe('mappings/ semantics of each event type', () => {
     expect(problems).toEqual([]);
   });
 
-  it('bodies and target names carry no personal data (user names, e-mail addresses, display names)', () => {
-    // Overrides hash or redact attributes; a body is free text, so it names users by their ids only.
+  it('bodies carry no personal data; a user target is named by the target user\'s own name field, never an e-mail', () => {
+    // Overrides hash or redact attributes (and the tableau.target.* copies of them); a body is
+    // free text, so it names users by their ids only.
     const personal = /email|username|displayname|ownername|contactname|creatorname|forusername/i;
+    const userNameFields = new Set(['userName', 'name', 'forUserName']);
     const found: string[] = [];
     for (const { family, file } of types.values()) {
       const where = `${family}/${file.eventType}`;
       const { names } = bodyPlaceholders(file.body ?? '');
       for (const name of names) if (personal.test(name)) found.push(`${where}: body {${name}}`);
-      for (const name of file.target?.name?.split('|') ?? []) if (personal.test(name)) found.push(`${where}: target.name ${name}`);
       if (file.target?.type === 'user') {
-        if (file.target.name) found.push(`${where}: a user target has a name (${file.target.name})`);
+        if (!file.target.name) found.push(`${where}: a user target without a name`);
+        for (const name of file.target.name?.split('|') ?? []) if (!userNameFields.has(name) || !(name in file.attributes)) found.push(`${where}: target.name ${name} is not the target user's name field`);
         if (names.includes('name')) found.push(`${where}: body names the user`);
+      } else {
+        for (const name of file.target?.name?.split('|') ?? []) if (personal.test(name)) found.push(`${where}: target.name ${name}`);
       }
     }
     expect(found).toEqual([]);

@@ -69,7 +69,7 @@ describe('map', () => {
     const req = JSON.parse(res.stdout.trim());
     const rl = req.resourceLogs[0];
     const resource = Object.fromEntries(rl.resource.attributes.map((a: { key: string; value: { stringValue: string } }) => [a.key, a.value.stringValue]));
-    expect(resource).toMatchObject({ 'service.name': 'tableau-cloud', 'tableau.tenant.id': 't1', 'tableau.site_luid': 's-1', 'tableau.pod': 'p' });
+    expect(resource).toMatchObject({ 'service.name': 'tableau-cloud', 'tableau_activity_otel.tenant': 't1', 'tableau.site_luid': 's-1', 'tableau.pod': 'p' });
     const rec = rl.scopeLogs[0].logRecords[0];
     expect(rec.eventName).toBe('tableau.hist_delete_workbook');
     expect(rec.timeUnixNano).toBe('1796032800123456789'); // python: calendar.timegm((2026,11,30,10,0,0)) = 1796032800

@@ -88,7 +88,7 @@ describe('tenant isolation', () => {
     const t0 = Date.now();
     await ok.waitForRecords(healthyTree.records.length, 20_000);
     const healthyAfterMs = Date.now() - t0;
-    expect(ok.records().every((r) => r.resource['tableau.tenant.id'] === 'healthy')).toBe(true);
+    expect(ok.records().every((r) => r.resource['tableau_activity_otel.tenant'] === 'healthy')).toBe(true);
 
     const health = await daemon.get('/healthz');
     expect(health.status).toBe(200);
@@ -157,7 +157,7 @@ describe('tenant isolation', () => {
     down.setStatus(null);
     await down.waitForRecords(200, 30_000);
     await ok.waitForRecords(healthyTree.records.length + 20 + 20, 30_000);
-    expect(ok.records().filter((r) => r.resource['tableau.tenant.id'] === 'poison').length).toBe(20);
+    expect(ok.records().filter((r) => r.resource['tableau_activity_otel.tenant'] === 'poison').length).toBe(20);
     const poisonMetrics = (await daemon.get('/metrics')).body;
     expect(metricValue(poisonMetrics, 'tao_events_dead_lettered_total', { tenant: 'poison' })).toBeGreaterThan(100);
     const readyNow = await waitFor('ready', async () => ((await daemon!.get('/readyz')).status === 200 ? true : undefined), 10_000);

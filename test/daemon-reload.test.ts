@@ -40,7 +40,7 @@ function configText(work: string, tenants: TenantSpec[], extra = ''): string {
   ].join('\n');
 }
 
-const tenantOf = (r: { resource: Record<string, unknown> }): unknown => r.resource['tableau.tenant.id'];
+const tenantOf = (r: { resource: Record<string, unknown> }): unknown => r.resource['tableau_activity_otel.tenant'];
 
 describe('configuration reload (SIGHUP)', () => {
   it('keeps the old configuration when the new one is invalid; applies a valid one tenant by tenant', async () => {

@@ -74,7 +74,7 @@ describe('datadog encoder', () => {
     eventType: 'login',
     body: 'user signed in',
     attributes: { 'user.id': 'u1', 'tableau.count': 3, message: 'an attribute named like a reserved field', ...attrs } as MappedLogRecord['attributes'],
-    resource: { key: 'r', attributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'acme', 'tableau.site_luid': 'S1' } },
+    resource: { key: 'r', attributes: { 'service.name': 'tableau-cloud', 'tableau_activity_otel.tenant': 'acme', 'tableau.site_luid': 'S1' } },
   });
   const spec: DatadogEncoding = { kind: 'datadog', service: 'tableau', hostname: 'h1', tags: ['env:test'], maxEntries: 1000, maxRequestBytes: 5_000_000, maxEntryBytes: 1_000_000, compression: 'none' };
 
@@ -92,7 +92,7 @@ describe('datadog encoder', () => {
       timestamp: 1795928827123,
       event_name: 'tableau.login',
       'service.name': 'tableau-cloud',
-      'tableau.tenant.id': 'acme',
+      'tableau_activity_otel.tenant': 'acme',
       'tableau.site_luid': 'S1',
       'user.id': 'u1',
       'tableau.count': 3,
@@ -106,7 +106,7 @@ describe('datadog encoder', () => {
   it('the text writer and the object path give the same entry, key order included', () => {
     const plain = record();
     delete plain.attributes.message;
-    const lifted = { ...plain, resource: { key: 'r2', attributes: { 'tableau.tenant.id': 'acme' } }, attributes: { ...plain.attributes, 'tableau.site_luid': 'S9', 'tableau.obj': { a: [1, { b: 'c"d' }] } } };
+    const lifted = { ...plain, resource: { key: 'r2', attributes: { 'tableau_activity_otel.tenant': 'acme' } }, attributes: { ...plain.attributes, 'tableau.site_luid': 'S9', 'tableau.obj': { a: [1, { b: 'c"d' }] } } };
     const web = { ...plain, attributes: { ...plain.attributes, 'client.address': '10.1.2.3', 'url.path': '/p', 'user_agent.original': 'ua', 'error.type': 'internal_error' } };
     for (const r of [plain, lifted, web, { ...plain, body: undefined, severityNumber: 17 }] as MappedLogRecord[]) {
       const fast = new DatadogEntryWriter(spec).json(r);
@@ -160,9 +160,23 @@ describe('datadog encoder', () => {
       expect('record.tableau.site_luid' in e).toBe(false);
     }
     expect(JSON.parse(new DatadogEntryWriter(spec).json(r)).service).toBe('tableau');
-    const noName = { ...record(), resource: { key: 'r4', attributes: { 'tableau.tenant.id': 'acme' } } };
+    const noName = { ...record(), resource: { key: 'r4', attributes: { 'tableau_activity_otel.tenant': 'acme' } } };
     expect(JSON.parse(new DatadogEntryWriter(unset).json(noName)).service).toBe('tableau');
     expect(datadogEntry(unset, noName).service).toBe('tableau');
+  });
+
+  it("hostname: the configured one, else the resource's host.name (a Tableau Server node), on both paths; the tenant tag is our label", () => {
+    const node = { ...record(), resource: { key: 'r5', attributes: { 'service.name': 'tableau-server', 'host.name': 'ts-node-2', 'tableau_activity_otel.tenant': 'acme', 'tableau.tenant.id': 'tableau-tenant-uuid' } } };
+    const { hostname: _h, service: _s, ...unset } = spec;
+    for (const e of [JSON.parse(new DatadogEntryWriter(unset).json(node)) as Record<string, unknown>, datadogEntry(unset, node)]) {
+      expect(e.hostname).toBe('ts-node-2');
+      expect(e.service).toBe('tableau-server');
+      expect(String(e.ddtags).split(',')).toContain('tenant:acme');
+    }
+    const fixed: DatadogEncoding = { ...unset, hostname: 'configured-host' };
+    expect(JSON.parse(new DatadogEntryWriter(fixed).json(node)).hostname).toBe('configured-host');
+    expect(datadogEntry(fixed, node).hostname).toBe('configured-host');
+    expect('hostname' in datadogEntry(unset, record())).toBe(false);
   });
 
   it('at most 1000 entries and 5 MB per body; an entry over 1 MB is truncated, marked and counted', () => {
@@ -229,7 +243,7 @@ describe('run --once → datadog', () => {
       expect(e.timestamp).toBe(Math.floor(Date.parse(record.eventTime as string)));
       expect(e['user.id']).toBe(record.actorUserLuid);
       expect(e['tableau.actor_user_id']).toBe(record.actorUserId);
-      expect(e['tableau.tenant.id']).toBe('acme');
+      expect(e['tableau_activity_otel.tenant']).toBe('acme');
       expect(e.event_name).toBe(`tableau.${type}`);
     }
     expectSecretNowhere(API_KEY, work, res);

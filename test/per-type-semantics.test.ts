@@ -47,6 +47,18 @@ describe('per-type semantics, through the protobuf encodings', () => {
     expect(mapped('tabgpt_registration_event', 'site', { username: 'sf-user' }).attributes['tableau.username']).toBe('sf-user');
   });
 
+  it('request headers are http.request.header.<name> as one-item string arrays: the sign-ins\' acceptLanguage, a view request\'s referrer', () => {
+    const auth = mapped('login_authentication', 'site', { actorUserLuid: 'u-1', acceptLanguage: 'de-CH,de;q=0.9,en;q=0.8' });
+    expect(auth.attributes['http.request.header.accept-language']).toEqual(['de-CH,de;q=0.9,en;q=0.8']);
+    expect(auth.attributes['tableau.accept_language']).toBeUndefined();
+    expect(mapped('login_verification', 'site', { acceptLanguage: 'fr' }).attributes['http.request.header.accept-language']).toEqual(['fr']);
+    const view = mapped('vizql_http_request', 'site', { referrer: 'https://tableau.example/#/views/Sales/Overview', method: 'GET' });
+    expect(view.attributes['http.request.header.referer']).toEqual(['https://tableau.example/#/views/Sales/Overview']);
+    expect(view.attributes['tableau.referrer']).toBeUndefined();
+    // a value that is not a string keeps its own type under the generic name
+    expect(mapped('vizql_http_request', 'site', { referrer: 7 }).attributes['tableau.referrer']).toBe(7);
+  });
+
   it('Splunk HEC (CIM): the sign-in\'s user is the user name the record gives, not the user id', () => {
     const ctx = { keyInfo: parseObjectKey(SITE_KEY.replace('ET', 'login_authentication')), uidPrefix: 'abc' };
     const r = new RecordMapper(catalog, { tenantId: 't1' }).map({ eventTime: '2026-11-29T10:11:12Z', actorUserLuid: 'u-1', username: 'alice', status: 'success' }, 1, ctx, OBSERVED);
@@ -182,8 +194,9 @@ describe('semantics: at load and in the generator', () => {
       expect(result.status, result.stderr).toBe(0);
       const read = (rel: string) => parse(readFileSync(path.join(out, rel), 'utf8')) as Record<string, unknown>;
       expect(read('site/hist_delete_refresh_token_session.yaml').semantics).toEqual({ sessionId: 'session.id' });
-      expect(read('site/vizql_http_request.yaml').semantics).toEqual({ sessionId: 'keep' });
-      expect(read('site/login_authentication.yaml').semantics).toEqual({ username: 'user.name', loginUrl: 'url.full' });
+      // the file's key wins attribute by attribute; the derived default fills in the others
+      expect(read('site/vizql_http_request.yaml').semantics).toEqual({ referrer: 'http.request.header.referer', sessionId: 'keep' });
+      expect(read('site/login_authentication.yaml').semantics).toEqual({ username: 'user.name', loginUrl: 'url.full', acceptLanguage: 'http.request.header.accept-language' });
     } finally {
       rmSync(keep, { recursive: true, force: true });
       rmSync(out, { recursive: true, force: true });

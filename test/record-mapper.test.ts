@@ -62,8 +62,9 @@ const SEMCONV: Record<Family, Record<string, string>> = {
  * a tenant sign-in's new session, the sign-in URL; `keep` = the family move does not apply.
  */
 const PER_TYPE: Record<string, Record<string, string>> = {
-  login_authentication: { username: 'user.name', loginUrl: 'url.full' },
-  login_verification: { username: 'user.name' },
+  login_authentication: { username: 'user.name', loginUrl: 'url.full', acceptLanguage: 'http.request.header.accept-language' },
+  login_verification: { username: 'user.name', acceptLanguage: 'http.request.header.accept-language' },
+  vizql_http_request: { referrer: 'http.request.header.referer' },
   bridge_client_register: { userName: 'user.name' },
   site_storage_usage: { actorUsername: 'user.name' },
   hist_delete_refresh_token_session: { sessionId: 'keep' },
@@ -229,6 +230,11 @@ function expectedAttributes(
       if (!known || v !== v.toUpperCase()) out['http.request.method_original'] = v;
       continue;
     }
+    if (move?.startsWith('http.request.header.') && typeof v === 'string' && !(move in out)) {
+      // a request header is a string array by the conventions: one item, the value as sent
+      out[move] = [v];
+      continue;
+    }
     put(move ?? entry?.allAttributes.get(k)?.rename ?? `tableau.${expectedSnake(k)}`, k, v);
   }
   return out;
@@ -385,8 +391,8 @@ describe('RecordMapper: every catalog event type', () => {
       const res = out.resource.attributes;
       const wantRes: Record<string, string> =
         family === 'site'
-          ? { 'service.name': 'tableau-cloud', 'tableau.tenant.id': TENANT_ID, 'tableau.site_luid': RECORD_SITE_LUID, 'tableau.pod': POD }
-          : { 'service.name': 'tableau-cloud-manager', 'tableau.tenant.id': TENANT_ID };
+          ? { 'service.name': 'tableau-cloud', 'tableau_activity_otel.tenant': TENANT_ID, 'tableau.site_luid': RECORD_SITE_LUID, 'tableau.pod': POD }
+          : { 'service.name': 'tableau-cloud-manager', 'tableau.tenant.id': 'T', 'tableau_activity_otel.tenant': TENANT_ID }; // T: the key's tenant= segment
       if (JSON.stringify(Object.entries(res).sort()) !== JSON.stringify(Object.entries(wantRes).sort())) {
         p(`resource ${JSON.stringify(res)}, expected ${JSON.stringify(wantRes)}`);
       }
@@ -780,7 +786,7 @@ describe('RecordMapper: resource and body', () => {
     const r = ok(mapper().map(siteRecord({ siteLuid: 'rec-site' }), 1, ctxFor(SITE_KEY), OBSERVED));
     expect(r.resource.attributes).toEqual({
       'service.name': 'tableau-cloud',
-      'tableau.tenant.id': TENANT_ID,
+      'tableau_activity_otel.tenant': TENANT_ID,
       'tableau.site_luid': 'rec-site',
       'tableau.pod': POD,
     });
@@ -795,7 +801,7 @@ describe('RecordMapper: resource and body', () => {
 
   it('a key without pod/siteLuid gives a resource without them', () => {
     const r = ok(mapper().map(siteRecord(), 1, ctxFor('eventType=hist_access_view/f.txt'), OBSERVED));
-    expect(r.resource.attributes).toEqual({ 'service.name': 'tableau-cloud', 'tableau.tenant.id': TENANT_ID });
+    expect(r.resource.attributes).toEqual({ 'service.name': 'tableau-cloud', 'tableau_activity_otel.tenant': TENANT_ID });
   });
 
   it('records with different resources get different resource keys; same resource → same key', () => {

@@ -13,12 +13,13 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { loadCatalog, type Catalog, type EventTypeEntry } from '../src/mapping/catalog.js';
 import { RecordMapper } from '../src/mapping/record-mapper.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
-import { renderReference } from '../scripts/generate-reference.js';
+import { familyPageName, renderReference, renderReferencePages } from '../scripts/generate-reference.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'event-reference.md');
+const PAGES = ['event-reference.md', familyPageName('site'), familyPageName('tenant')];
 const SCRIPT = path.join(ROOT, 'scripts', 'generate-reference.ts');
-const STALE = 'docs/event-reference.md is stale: the mapping files changed since it was generated. Run `npm run docs` and commit the result.';
+const STALE = 'docs/event-reference*.md are stale: the mapping files changed since it was generated. Run `npm run docs` and commit the result.';
 
 function runGenerator(args: string[]) {
   return spawnSync(process.execPath, ['--import', 'tsx', SCRIPT, ...args], { cwd: ROOT, encoding: 'utf8' });
@@ -64,7 +65,8 @@ describe('docs/event-reference.md', () => {
 
   beforeAll(() => {
     catalog = loadCatalog();
-    doc = readFileSync(DOC, 'utf8');
+    // the three pages, main first (what renderReference joins)
+    doc = PAGES.map((p) => readFileSync(path.join(ROOT, 'docs', p), 'utf8')).join('\n');
     tmp = mkdtempSync(path.join(tmpdir(), 'reference-docs-'));
   });
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -73,23 +75,33 @@ describe('docs/event-reference.md', () => {
     const out = path.join(tmp, 'event-reference.md');
     const run = runGenerator(['--out', out]);
     expect(run.status, `generator failed:\n${run.stderr}\n${run.stdout}`).toBe(0);
-    const generated = readFileSync(out, 'utf8');
-    // Compared as a boolean so a stale page fails with the instruction, not a 500 kB diff.
-    expect(generated === doc, STALE).toBe(true);
+    for (const page of PAGES) {
+      const generated = readFileSync(path.join(tmp, page), 'utf8');
+      // Compared as a boolean so a stale page fails with the instruction, not a 500 kB diff.
+      expect(generated === readFileSync(path.join(ROOT, 'docs', page), 'utf8'), `${page}: ${STALE}`).toBe(true);
+    }
+  });
+
+  it('each page stays under the 512 kB GitHub renders', () => {
+    for (const [name, text] of renderReferencePages(catalog)) expect(Buffer.byteLength(text), name).toBeLessThan(512_000);
   });
 
   it('--check exits 0 when the file is current and 1, naming `npm run docs`, when it is stale', () => {
-    const current = path.join(tmp, 'current.md');
-    writeFileSync(current, renderReference(catalog));
+    const dir = mkdtempSync(path.join(tmp, 'check-'));
+    const pages = renderReferencePages(catalog);
+    for (const [name, text] of pages) writeFileSync(path.join(dir, name), text);
+    const current = path.join(dir, 'event-reference.md');
     const ok = runGenerator(['--check', '--out', current]);
     expect(ok.status, ok.stderr).toBe(0);
 
-    const stale = path.join(tmp, 'stale.md');
-    writeFileSync(stale, renderReference(catalog).replace('tableau.hist_access_view', 'tableau.hist_access_viewX'));
-    const bad = runGenerator(['--check', '--out', stale]);
+    // a stale family page is found too
+    const site = path.join(dir, familyPageName('site'));
+    writeFileSync(site, pages.get(familyPageName('site'))!.replace('tableau.hist_access_view', 'tableau.hist_access_viewX'));
+    const bad = runGenerator(['--check', '--out', current]);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('npm run docs');
-    expect(readFileSync(stale, 'utf8')).toContain('tableau.hist_access_viewX'); // --check writes nothing
+    expect(bad.stderr).toContain(familyPageName('site'));
+    expect(readFileSync(site, 'utf8')).toContain('tableau.hist_access_viewX'); // --check writes nothing
 
     const missing = runGenerator(['--check', '--out', path.join(tmp, 'missing.md')]);
     expect(missing.status).toBe(1);
@@ -107,7 +119,7 @@ describe('docs/event-reference.md', () => {
     expect(types.filter((e) => e.family === 'tenant')).toHaveLength(44);
     const missing = types.filter((e) => !doc.includes(`\`tableau.${e.eventType}\``)).map((e) => e.eventType);
     expect(missing).toEqual([]);
-    const noIndexRow = types.filter((e) => !doc.includes(`|[\`tableau.${e.eventType}\`](#${e.eventType})|${e.family}|`)).map((e) => e.eventType);
+    const noIndexRow = types.filter((e) => !doc.includes(`|[\`tableau.${e.eventType}\`](${familyPageName(e.family)}#${e.eventType})|${e.family}|`)).map((e) => e.eventType);
     expect(noIndexRow).toEqual([]);
 
     const lines = doc.split('\n');

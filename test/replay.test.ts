@@ -11,6 +11,8 @@ import { createHash } from 'node:crypto';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedLogRecord } from './support/otlp-receiver.js';
 import { killMidRun, runCli } from './support/cli-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
+import { sourceInfoOf } from '../src/pipeline/dead-letter-store.js';
+import { parseObjectKey } from '../src/decoding/object-key.js';
 
 const SITE = 'b3a1c7e0-1111-4a2b-9c3d-000000000001';
 const TOKEN = 'Bearer replay-test-token-7f3a9c21';
@@ -284,7 +286,7 @@ describe('replay of line letters', () => {
     const ref = await runCli(['run', '--once', '--config', refConfig]);
     expect(ref.code, ref.stderr).toBe(0);
     const want = new Map(reference.records().map((r) => [seqOf(r), r]));
-    expect(want.get(200)!.attributes['deployment.environment.name']).toBe('replay-test');
+    expect(want.get(200)!.resource['deployment.environment.name']).toBe('replay-test');
 
     // letters of k2 a connector bug kept from being mapped: one in today's format, one older without uidPrefix
     const handWritten = join(deadLetterDir(state), '2026-11-30.ndjson');
@@ -339,6 +341,32 @@ describe('replay of line letters', () => {
     expect(again.stdout).toMatch(/2 dead letters selected/);
     expect(main.records().map(seqOf).sort()).toEqual([100, 101, 200, 201]);
   }, 240_000);
+
+  it("a letter keeps what the source knew of its object (Tableau's tenant id, resource attributes): the replayed record carries it", async () => {
+    const main = await receiver();
+    const logs = join(work, 'logs');
+    const state = join(work, 'state');
+    mkdirSync(logs, { recursive: true });
+    const config = writeConfig('config', logs, state, [{ type: 'otlp', name: 'main', endpoint: main.url }]);
+    const key = `pod=prod-a/siteLuid=${SITE}/y=2026/m=11/d=29/h=03/eventType=hist_access_view/node.txt`;
+    // what the pipeline writes: only the facts beyond the key's own segments
+    const info = sourceInfoOf(key, { ...parseObjectKey(key), tenantId: 'tableau-tenant-7', resource: { 'host.name': 'ts-node-1' } });
+    expect(info).toEqual({ tenantId: 'tableau-tenant-7', resource: { 'host.name': 'ts-node-1' } });
+    expect(sourceInfoOf(key, parseObjectKey(key))).toBeUndefined();
+    mkdirSync(deadLetterDir(state), { recursive: true });
+    appendFileSync(
+      join(deadLetterDir(state), '2026-11-30.ndjson'),
+      JSON.stringify({ time: '2026-11-30T10:00:00.000Z', kind: 'line', source: 'tcm:x', object: key, line: 1, reason: 'cannot map this line (an error in the connector, please report it): TypeError: boom', raw: record(300), uidPrefix: 'a'.repeat(24), info }) + '\n',
+    );
+    const res = await runCli(['replay', '--config', config]);
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    expect(main.records()).toHaveLength(1);
+    const r = main.records()[0]!;
+    expect(r.resource['tableau.tenant.id']).toBe('tableau-tenant-7');
+    expect(r.resource['host.name']).toBe('ts-node-1');
+    expect(r.resource['tableau.site_luid']).toBe(SITE);
+    expect(uidOf(r)).toBe(`${'a'.repeat(24)}:1`);
+  });
 
   it('a line letter goes to every destination; one that rejects it gets it at the next replay, the other not again', async () => {
     const main = await receiver();

@@ -78,7 +78,7 @@ describe('splunk-hec encoder', () => {
     eventType: 'login',
     body: 'user signed in',
     attributes: { 'user.id': 'u1', 'tableau.count': 3, 'tableau.flag': true, 'tableau.obj': { a: [1, 'x'] }, 'tableau.list': ['a', 2], ...attrs } as MappedLogRecord['attributes'],
-    resource: { key: 'r', attributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'acme', 'tableau.site_luid': 'S1' } },
+    resource: { key: 'r', attributes: { 'service.name': 'tableau-cloud', 'tableau_activity_otel.tenant': 'acme', 'tableau.site_luid': 'S1' } },
   });
   const spec: SplunkHecEncoding = { kind: 'splunk-hec', sourcetype: 'tableau:activity', index: 'sec', host: 'h', source: 'src', fields: ['user.id', 'tableau.count', 'tableau.flag', 'tableau.obj', 'tableau.list', 'tableau.site_luid', 'absent'], cimFields: false, maxRequestBytes: 4096, compression: 'none' };
 
@@ -110,7 +110,7 @@ describe('splunk-hec encoder', () => {
       severity_number: 13,
       body: 'user signed in',
       attributes: { 'user.id': 'u1', 'tableau.count': 3, 'tableau.flag': true, 'tableau.obj': { a: [1, 'x'] }, 'tableau.list': ['a', 2] },
-      resource: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'acme', 'tableau.site_luid': 'S1' },
+      resource: { 'service.name': 'tableau-cloud', 'tableau_activity_otel.tenant': 'acme', 'tableau.site_luid': 'S1' },
     });
     expect(first.fields).toEqual({ 'user.id': 'u1', 'tableau.count': '3', 'tableau.flag': 'true', 'tableau.obj': '{"a":[1,"x"]}', 'tableau.list': ['a', '2'], 'tableau.site_luid': 'S1' });
   });
@@ -210,7 +210,7 @@ describe('run --once → splunk-hec', () => {
       const attrs = ev.attributes as Record<string, unknown>;
       expect(attrs['user.id']).toBe(record.actorUserLuid);
       expect(attrs['tableau.actor_user_id']).toBe(record.actorUserId);
-      expect((ev.resource as Record<string, unknown>)['tableau.tenant.id']).toBe('acme');
+      expect((ev.resource as Record<string, unknown>)['tableau_activity_otel.tenant']).toBe('acme');
       const fields = v.fields as Record<string, unknown>;
       expect(fields['user.id']).toBe(record.actorUserLuid);
       expect(fields['tableau.site_luid']).toBe(SITE);

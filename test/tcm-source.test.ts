@@ -380,6 +380,8 @@ describe('tcm source through the CLI', () => {
     expect(received.length).toBe(eventIds.length + seqs.length);
     const uids = received.map((r) => r.attributes['log.record.uid']);
     expect(new Set(uids).size).toBe(received.length);
+    // Tableau's tenant id (the source's tenantId) on every resource, apart from our tenant label
+    expect(received.every((r) => r.resource['tableau.tenant.id'] === TENANT && typeof r.resource['tableau_activity_otel.tenant'] === 'string' && r.resource['tableau_activity_otel.tenant'] !== TENANT)).toBe(true);
     const byUid = new Map(received.map((r) => [r.attributes['log.record.uid'], r]));
     for (const id of eventIds) {
       const r = byUid.get(id);
@@ -422,6 +424,8 @@ describe('tcm source through the CLI', () => {
     const letters = deadLetters().filter((l) => l.kind === 'line');
     expect(letters).toHaveLength(2);
     expect(letters.every((l) => l.object === files.find((f) => f.bad > 0)!.file.path && /invalid JSON/.test(l.reason as string))).toBe(true);
+    // with what the source knew of the file (Tableau's tenant id), so a replay maps the lines the same way
+    expect(letters.every((l) => (l.info as Record<string, unknown> | undefined)?.tenantId === TENANT)).toBe(true);
 
     // the failure modes happened and were handled
     const reqs = server.requests;

@@ -66,12 +66,31 @@ describe('overrides through the mapper', () => {
     expect(a).not.toHaveProperty(['tableau.event_outcome']);
     expect(a['enduser.id']).toBe('u-1');
     expect(a).not.toHaveProperty(['user.id']);
-    expect(a['deployment.environment.name']).toBe('production');
-    expect(a['cost_center']).toBe('CC-1');
+    // static attributes belong to the resource, not to each record
+    expect(r.record.resource.attributes['deployment.environment.name']).toBe('production');
+    expect(r.record.resource.attributes['cost_center']).toBe('CC-1');
+    expect(a).not.toHaveProperty(['deployment.environment.name']);
     // the body is rendered after the overrides: no clear-text personal data in it
     expect(r.record.body).not.toContain('ann@acme.example');
     expect(r.record.body).not.toContain('198.51.100.77');
     expect(JSON.stringify(r.record, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))).not.toContain('ann@acme.example');
+  });
+
+  it("a user target's name (tableau.target.name) follows the override of the field it was copied from", () => {
+    const key = 'pod=p/siteLuid=S/y=2026/m=11/d=24/h=23/eventType=hist_delete_user/f.txt';
+    const record = { eventTime: '2026-11-24T23:00:00Z', actorUserLuid: 'admin-1', userLuid: 'u-9', name: 'erin@acme.example', email: 'erin@acme.example' };
+    const plain = mapWith('{}', record, key);
+    if (!plain.ok) throw new Error(plain.reason);
+    expect(plain.record.attributes['tableau.target.name']).toBe('erin@acme.example');
+    expect(plain.record.attributes['tableau.target.user.id']).toBe('u-9');
+    const hashed = mapWith(['attributes:', '  hash: [tableau.name, tableau.email]', 'hashKey: ${PII_KEY}'].join('\n'), record, key);
+    if (!hashed.ok) throw new Error(hashed.reason);
+    expect(hashed.record.attributes['tableau.target.name']).toBe(hmac('erin@acme.example'));
+    expect(JSON.stringify(hashed.record.attributes)).not.toContain('erin@');
+    expect(hashed.record.body).not.toContain('erin@');
+    const dropped = mapWith(['attributes:', '  drop: [tableau.name, tableau.email]'].join('\n'), record, key);
+    if (!dropped.ok) throw new Error(dropped.reason);
+    expect(dropped.record.attributes).not.toHaveProperty(['tableau.target.name']);
   });
 
   it('an override on a semantic-convention name reaches every field that maps to it, including collision fallbacks', () => {
@@ -199,18 +218,18 @@ describe('two tenants in one process', () => {
     const vizql = plain.filter((r) => r.eventName === 'tableau.vizql_http_request').length;
     expect(vizql).toBeGreaterThan(0);
     expect(priv.length).toBe(410 - vizql);
-    expect(priv.every((r) => r.resource['tableau.tenant.id'] === 'private')).toBe(true);
-    expect(plain.every((r) => r.resource['tableau.tenant.id'] === 'plain')).toBe(true);
+    expect(priv.every((r) => r.resource['tableau_activity_otel.tenant'] === 'private')).toBe(true);
+    expect(plain.every((r) => r.resource['tableau_activity_otel.tenant'] === 'plain')).toBe(true);
 
     const emails = plain.filter((r) => typeof r.attributes['user.email'] === 'string');
     expect(emails.length).toBeGreaterThan(0);
     expect(emails.every((r) => /@/.test(r.attributes['user.email'] as string))).toBe(true);
-    expect(plain.every((r) => !('deployment.environment.name' in r.attributes))).toBe(true);
+    expect(plain.every((r) => !('deployment.environment.name' in r.resource))).toBe(true);
+    expect(priv.every((r) => r.resource['deployment.environment.name'] === 'prod' && !('deployment.environment.name' in r.attributes))).toBe(true);
 
     const privEmails = priv.filter((r) => 'user.email' in r.attributes);
     expect(privEmails.length).toBe(emails.length);
     for (const r of privEmails) expect(r.attributes['user.email']).toMatch(/^[0-9a-f]{64}$/);
-    expect(priv.every((r) => r.attributes['deployment.environment.name'] === 'prod')).toBe(true);
     const byUid = new Map(plain.map((r) => [r.attributes['log.record.uid'], r]));
     for (const r of privEmails) {
       const twin = byUid.get(r.attributes['log.record.uid'])!;

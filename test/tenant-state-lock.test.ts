@@ -45,7 +45,7 @@ function track<T extends CliProcess>(p: T): T {
 }
 
 /** Records that arrived more than once (a record is its tenant and its `log.record.uid`). */
-const duplicates = (r: OtlpReceiver): number => r.records().length - new Set(r.records().map((x) => `${String(x.resource['tableau.tenant.id'])} ${String(x.attributes['log.record.uid'])}`)).size;
+const duplicates = (r: OtlpReceiver): number => r.records().length - new Set(r.records().map((x) => `${String(x.resource['tableau_activity_otel.tenant'])} ${String(x.attributes['log.record.uid'])}`)).size;
 
 describe('tenant state lock', () => {
   it('a second run on the state of a running daemon exits 2 naming the holder; SIGTERM releases the lock', async () => {

@@ -134,7 +134,7 @@ export const OPTION_DOCS: Record<string, OptionDocs> = {
     url: { text: 'another intake URL (a proxy, a test server): base URL (`/api/v2/logs` is appended) or the full URL', default: 'from `site`' },
     apiKeyEnv: { text: 'name of the environment variable holding the API key' },
     service: { text: "the `service` of every entry, when set; otherwise each record's resource `service.name` (`tableau-cloud`, `tableau-cloud-manager`)", default: 'the resource\'s `service.name`' },
-    hostname: { text: 'the `hostname` of every entry' },
+    hostname: { text: 'the `hostname` of every entry; unset: the resource\'s `host.name` (Tableau Server nodes), else none' },
     tags: { text: 'extra tags, `key:value` or `value` (no commas)' },
     compression: { text: '`gzip` or `none`' },
     timeout: { text: 'per request, a duration (`30s`, `500ms`; a number is seconds)' },

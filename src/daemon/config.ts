@@ -20,11 +20,31 @@ import { durationSchema } from '../core/duration.js';
 import { parseListenAddress } from './http-server.js';
 import { parseCidr } from './address-ranges.js';
 import { enrichmentConfigSchema, enrichmentTcm } from './enrichment-config.js';
+import { RESERVED_RESOURCE_ATTRIBUTES } from '../mapping/attribute-names.js';
 
 /** Tenant ids name directories under the state dir: no path separators, no dot names. */
 export const tenantIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, 'tenant ids are 1-63 letters, digits, dots, dashes and underscores, starting with a letter or digit');
+
+/** A tenant's `resource:` block: `service.name`, Tableau's tenant id, further resource attributes. */
+export const tenantResourceSchema = z
+  .object({
+    /** `service.name` of the tenant's records instead of the default (tableau-cloud for site events, tableau-cloud-manager for tenant events); a source that sets its own (tableau-server) keeps it. */
+    serviceName: z.string().min(1).optional(),
+    /** Tableau's tenant id (`tableau.tenant.id`) for records whose source does not know it (S3, directory); the tcm source sets its own tenantId. */
+    tableauTenantId: z.string().min(1).optional(),
+    /** Further resource attributes, e.g. deployment.environment.name: production. */
+    attributes: z
+      .record(z.string().min(1), z.union([z.string(), z.number(), z.boolean()]))
+      .superRefine((attrs, ctx) => {
+        for (const name of Object.keys(attrs)) {
+          if (RESERVED_RESOURCE_ATTRIBUTES.includes(name)) ctx.addIssue({ code: 'custom', path: [name], message: `'${name}' is set by the daemon${name === 'service.name' ? ' (use resource.serviceName)' : name === 'tableau.tenant.id' ? ' (use resource.tableauTenantId)' : ''}` });
+        }
+      })
+      .optional(),
+  })
+  .strict();
 
 export const tenantConfigSchema = z
   .object({
@@ -35,6 +55,8 @@ export const tenantConfigSchema = z
     mappings: z.string().min(1).optional(),
     /** Users and sites records are enriched with (docs/enrichment.md). */
     enrichment: enrichmentConfigSchema.optional(),
+    /** What the OTel resource of the tenant's records carries besides what the mapping puts there. */
+    resource: tenantResourceSchema.optional(),
   })
   .strict();
 export type TenantConfig = z.infer<typeof tenantConfigSchema>;

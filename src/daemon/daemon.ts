@@ -20,7 +20,7 @@
 import { loadSourceTypes } from '../sources/source-registry.js';
 import { resolve } from 'node:path';
 import type { LoadedConfig } from './config.js';
-import { TenantRuntime } from './tenant-runtime.js';
+import { TenantRuntime, processorTenant } from './tenant-runtime.js';
 import { loadDestinationTypes } from '../export/destination-registry.js';
 import type { InstrumentationScopeInfo } from '../mapping/log-record.js';
 import type { BackoffPolicy } from '../core/backoff.js';
@@ -312,7 +312,7 @@ export class Daemon {
       {
         catalog: plan.catalog,
         scope: this.scope,
-        tenants: [...plan.tenants.values()].map((t) => (t.overridesFile ? { id: t.config.id, overridesFile: t.overridesFile } : { id: t.config.id })),
+        tenants: [...plan.tenants.values()].map((t) => processorTenant(t.config, plan.loaded.baseDir)),
         maxAttributesPerRecord: plan.loaded.config.pipeline.maxAttributesPerRecord,
       },
       plan.poolKey,

@@ -87,7 +87,7 @@ export function preparePlan(loaded: LoadedConfig, options: PlanOptions): Plan {
     const overridesHash = overridesFile ? hashFile(overridesFile) : null;
     const fingerprint = sha256(JSON.stringify({ t, overridesHash, settings, stateDir, baseDir, catalogHash }));
     tenants.set(t.id, { config: t, overridesFile, fingerprint });
-    poolTenants.push(`${t.id}=${overridesFile ?? ''}#${overridesHash ?? ''}`);
+    poolTenants.push(`${t.id}=${overridesFile ?? ''}#${overridesHash ?? ''}#${JSON.stringify(t.resource ?? null)}`);
   }
   const poolKey = sha256(JSON.stringify({ catalogHash, workers, poolTenants, maxAttributesPerRecord: config.pipeline.maxAttributesPerRecord }));
   return { loaded, catalog, stateDir, settings, workers, poolKey, tenants };

@@ -23,16 +23,16 @@ import { basename, join, resolve } from 'node:path';
 import type { LoadedConfig, TenantConfig } from './config.js';
 import type { Logger } from './logger.js';
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
-import { loadTenantOverrides, overridesPath } from './tenant-runtime.js';
+import { loadTenantOverrides, processorTenant } from './tenant-runtime.js';
 import { createDestination, loadDestinationTypes } from '../export/destination-registry.js';
 import type { Destination } from '../export/destination.js';
 import { encodingKey, type EncodingSpec } from '../export/encodings.js';
 import { deliver, type RetryPolicy } from '../export/delivery.js';
-import { parseObjectKey } from '../decoding/object-key.js';
+import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { uidPrefixFor } from '../sources/source.js';
 import { EncodeWorkerPool } from '../pipeline/worker-pool.js';
 import type { ChunkSegment } from '../pipeline/chunk-processor.js';
-import { deadLetterFiles, readDeadLetterFile, ReplayRecordStore, type BadLineLetter, type RejectedBatchLetter, type StoredLetter } from '../pipeline/dead-letter-store.js';
+import { deadLetterFiles, keyInfoOfLetter, readDeadLetterFile, ReplayRecordStore, type BadLineLetter, type RejectedBatchLetter, type StoredLetter } from '../pipeline/dead-letter-store.js';
 import { reasonLabel } from '../pipeline/source-runner.js';
 import { pipelineSettings } from './daemon.js';
 import { connectorScope } from './version.js';
@@ -205,6 +205,8 @@ interface Item {
   uidPrefix: string;
   line: number;
   raw: string;
+  /** What the source knew of the object (dead-letter `info`). */
+  info?: Partial<ObjectKeyInfo>;
   /** A line of an old-format batch letter (all of the batch's lines, not only those at fault). */
   wholeBatchLine: boolean;
   targets: string[];
@@ -222,7 +224,7 @@ interface Target {
   down?: string;
 }
 
-type Records = Array<{ object: string; uidPrefix: string; line: number; raw: string; wholeBatchLine: boolean }>;
+type Records = Array<{ object: string; uidPrefix: string; line: number; raw: string; wholeBatchLine: boolean; info?: Partial<ObjectKeyInfo> }>;
 
 /** Why a line letter cannot be sent again from what it holds, if it cannot. */
 function unreplayableLine(letter: BadLineLetter): string | undefined {
@@ -257,13 +259,13 @@ function recordsOf(letter: BadLineLetter | RejectedBatchLetter, tenant: TenantCo
     if (typeof letter.object !== 'string' || typeof letter.line !== 'number') return 'a line letter without object or line';
     const uidPrefix = typeof letter.uidPrefix === 'string' && letter.uidPrefix !== '' ? letter.uidPrefix : derivedUidPrefix(tenant, letter.object);
     if (!uidPrefix) return noPrefix(tenant);
-    return [{ object: letter.object, uidPrefix, line: letter.line, raw: letter.raw, wholeBatchLine: false }];
+    return [{ object: letter.object, uidPrefix, line: letter.line, raw: letter.raw, wholeBatchLine: false, ...(letter.info ? { info: letter.info } : {}) }];
   }
   if (Array.isArray(letter.records)) {
     const out: Records = [];
     for (const r of letter.records) {
       if (!r || typeof r.object !== 'string' || typeof r.uidPrefix !== 'string' || typeof r.line !== 'number' || typeof r.raw !== 'string') return 'a record of the letter lacks object, uidPrefix, line or raw';
-      out.push({ object: r.object, uidPrefix: r.uidPrefix, line: r.line, raw: r.raw, wholeBatchLine: false });
+      out.push({ object: r.object, uidPrefix: r.uidPrefix, line: r.line, raw: r.raw, wholeBatchLine: false, ...(r.info ? { info: r.info } : {}) });
     }
     return out;
   }
@@ -347,9 +349,8 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
     await Promise.all([...targets.values()].map((t) => t.destination.shutdown().catch(() => undefined)));
     throw new ReplayUsageError(`--destination: tenant ${tenant.id} has no destination '${options.destination}' (its destinations: ${names.join(', ')})`);
   }
-  const overridesFile = overridesPath(tenant, job.loaded.baseDir);
   // the same processor `run` uses (in this thread: a replay is small), with the tenant's overrides
-  const pool = new EncodeWorkerPool(0, { catalog: job.catalog, scope: job.scope, tenants: [overridesFile ? { id: tenant.id, overridesFile } : { id: tenant.id }] });
+  const pool = new EncodeWorkerPool(0, { catalog: job.catalog, scope: job.scope, tenants: [processorTenant(tenant, job.loaded.baseDir)] });
   const dir = join(job.stateDir, tenant.id, 'dead-letter');
   const replayed = new ReplayRecordStore(dir);
   replayed.load();
@@ -485,7 +486,7 @@ async function sendGroup(g: Group, ctx: SendContext): Promise<void> {
     const k = encodingKey(spec);
     if (!encodingOf.has(k)) encodingOf.set(k, encodings.push(spec) - 1);
   }
-  const segments: ChunkSegment[] = g.items.map((it) => ({ keyInfo: parseObjectKey(it.object), uidPrefix: it.uidPrefix, firstLine: it.line, bytes: Buffer.from(it.raw, 'utf8') }));
+  const segments: ChunkSegment[] = g.items.map((it) => ({ keyInfo: keyInfoOfLetter(it.object, it.info), uidPrefix: it.uidPrefix, firstLine: it.line, bytes: Buffer.from(it.raw, 'utf8') }));
   const result = await ctx.pool.run({ tenant: ctx.tenant.id, segments, encodings, observedTimeUnixNano: (BigInt(Date.now()) * 1_000_000n).toString() });
   try {
     const unmapped = new Map<number, string>();

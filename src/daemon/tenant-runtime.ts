@@ -25,6 +25,7 @@ import type { DaemonMetrics } from './metrics.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
 import type { ReferenceDataSink } from '../mapping/reference-data.js';
 import { createEnrichmentRefresher, type EnrichmentRefresher } from './enrichment-refresher.js';
+import type { ProcessorTenant } from '../pipeline/chunk-processor.js';
 
 export interface TenantRuntimeOptions {
   catalog: Catalog;
@@ -243,4 +244,10 @@ export function loadTenantOverrides(config: TenantConfig, baseDir: string, catal
 
 export function overridesPath(config: TenantConfig, baseDir: string): string | undefined {
   return config.mappings ? resolve(baseDir, config.mappings) : undefined;
+}
+
+/** What the encode workers need of a tenant: its id, overrides file and resource settings. */
+export function processorTenant(config: TenantConfig, baseDir: string): ProcessorTenant {
+  const overridesFile = overridesPath(config, baseDir);
+  return { id: config.id, ...(overridesFile ? { overridesFile } : {}), ...(config.resource ? { resource: config.resource } : {}) };
 }

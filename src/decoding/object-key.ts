@@ -11,6 +11,11 @@ export interface ObjectKeyInfo {
   tenantId?: string;
   /** `YYYY-MM-DDTHH` when the key has the y/m/d/h partition segments. */
   partitionHour?: string;
+  /**
+   * Resource attributes the source attaches to the object's records (e.g. `host.name`, or
+   * `service.name` instead of the family's default); set through `SourceObject.info`.
+   */
+  resource?: Readonly<Record<string, string>>;
 }
 
 export function parseObjectKey(key: string): ObjectKeyInfo {

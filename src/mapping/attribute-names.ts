@@ -40,7 +40,12 @@ export const DERIVED_ATTRIBUTES = [
   ATTR_TARGET_GROUP_ID,
   ATTR_IMPERSONATED,
 ] as const;
-export const RESOURCE_TENANT_ID = 'tableau.tenant.id';
+/** Tableau's own tenant id (TCM), on the resource when known. */
+export const RESOURCE_TABLEAU_TENANT_ID = 'tableau.tenant.id';
+/** The daemon's configured tenant label (`tenants[].id`), on every resource. */
+export const RESOURCE_TENANT_LABEL = 'tableau_activity_otel.tenant';
+/** Resource attributes the daemon sets itself: configured resource or static attributes cannot take these names. */
+export const RESERVED_RESOURCE_ATTRIBUTES: readonly string[] = ['service.name', RESOURCE_TABLEAU_TENANT_ID, RESOURCE_TENANT_LABEL, 'tableau.site_luid', 'tableau.pod'];
 
 const snakeCache = new Map<string, string>();
 /** `workbookLuid` → `workbook_luid`, `newS3BucketName` → `new_s3_bucket_name`, `URLPath` → `url_path`. */

@@ -15,8 +15,11 @@ export function fitsInt64(v: bigint): boolean {
 export interface ResourceDescriptor {
   /** Stable identity of the attribute set, for grouping records into ResourceLogs. */
   readonly key: string;
-  readonly attributes: Readonly<Record<string, string>>;
+  readonly attributes: Readonly<Record<string, ResourceValue>>;
 }
+
+/** A resource attribute's value (the daemon's own are strings; configured ones may be numbers or booleans). */
+export type ResourceValue = string | number | boolean;
 
 export interface MappedLogRecord {
   timeUnixNano: bigint;

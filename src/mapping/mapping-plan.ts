@@ -60,6 +60,8 @@ export const ROUTE_URL_FULL = 3;
 export const ROUTE_SKIP = 4;
 /** `http.request.method`, normalised (known methods upper-cased, else `_OTHER` and `http.request.method_original`). */
 export const ROUTE_HTTP_METHOD = 5;
+/** `http.request.header.<name>`: a string value becomes a one-item string array (the conventions' type). */
+export const ROUTE_HTTP_HEADER = 6;
 
 export interface Route {
   kind: number;

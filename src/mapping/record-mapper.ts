@@ -11,7 +11,7 @@
  */
 import type { Catalog, EventTypeEntry } from './catalog.js';
 import type { Family } from './mapping-file-schema.js';
-import type { AttrValue, MappedLogRecord, ResourceDescriptor } from './log-record.js';
+import type { AttrValue, MappedLogRecord, ResourceDescriptor, ResourceValue } from './log-record.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { eventTimeParts, fitsUnixNanos, parseEventTimeParts, toUnixNanos } from './event-time.js';
@@ -21,6 +21,7 @@ import { jsonText } from '../core/json-text.js';
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_REQUEST_HEADER_PREFIX,
   ATTR_HTTP_REQUEST_METHOD_ORIGINAL,
   ATTR_LOG_RECORD_UID,
   ATTR_SERVICE_NAME,
@@ -38,12 +39,12 @@ import {
 import type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
 import { DirectSink } from './direct-sink.js';
 import { ObjectFields, objectFields } from './object-fields.js';
-import { ROUTE_GENERIC, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
+import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
 import { OCSF_VERSION } from './mapping-file-schema.js';
 import { activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
 import { ATTR_EVENT_SUB_TYPE, ATTR_IMPERSONATED, ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
-import { ATTR_EVENT_ACTION, ATTR_EVENT_CATEGORY, ATTR_EVENT_TYPE, ATTR_OCSF_ACTIVITY_ID, ATTR_OCSF_CLASS_UID, ATTR_TARGET_GROUP_ID, ATTR_TARGET_ID, ATTR_TARGET_NAME, ATTR_TARGET_TYPE, ATTR_TARGET_USER_ID, RAW_ATTRIBUTE_PREFIX, RESOURCE_TENANT_ID, UNKNOWN_EVENT_TYPE, snakeCase } from './attribute-names.js';
+import { ATTR_EVENT_ACTION, ATTR_EVENT_CATEGORY, ATTR_EVENT_TYPE, ATTR_OCSF_ACTIVITY_ID, ATTR_OCSF_CLASS_UID, ATTR_TARGET_GROUP_ID, ATTR_TARGET_ID, ATTR_TARGET_NAME, ATTR_TARGET_TYPE, ATTR_TARGET_USER_ID, RAW_ATTRIBUTE_PREFIX, RESOURCE_TABLEAU_TENANT_ID, RESOURCE_TENANT_LABEL, UNKNOWN_EVENT_TYPE, snakeCase } from './attribute-names.js';
 
 export * from './attribute-names.js';
 export * from './record-limits.js';
@@ -90,9 +91,21 @@ interface FailureRule {
   severity: Severity;
 }
 
+/** What a tenant's config puts on the resource of its records (`resource:` of a tenant). */
+export interface TenantResourceSettings {
+  /** `service.name` instead of the family's default (tableau-cloud, tableau-cloud-manager); a source's own wins over it. */
+  serviceName?: string;
+  /** Tableau's tenant id (`tableau.tenant.id`) when neither the source nor the object key says it. */
+  tableauTenantId?: string;
+  /** Further resource attributes (e.g. deployment.environment.name). */
+  attributes?: Readonly<Record<string, ResourceValue>>;
+}
+
 export interface RecordMapperOptions {
-  /** The configured tenant's id, put on the resource. */
+  /** The configured tenant's id (our label, `tableau_activity_otel.tenant` on the resource). */
   tenantId: string;
+  /** The tenant's resource settings. */
+  resource?: TenantResourceSettings;
   /** The tenant's overrides, applied after the default mapping. */
   overrides?: TenantOverrides;
   /** Called the first time an unknown event type or attribute (`<type>.<attr>`) is seen. */
@@ -217,7 +230,7 @@ export class RecordMapper {
     let move: string | undefined;
     if (k === 'eventTime') r.kind = ROUTE_SKIP;
     else if (k !== 'requestUri' && k !== 'initiatingUrl' && (move = this.moveOf(family, plan, k)) !== undefined) {
-      r.kind = move === ATTR_HTTP_REQUEST_METHOD ? ROUTE_HTTP_METHOD : move === ATTR_URL_FULL ? ROUTE_URL_FULL : ROUTE_SEMCONV;
+      r.kind = move === ATTR_HTTP_REQUEST_METHOD ? ROUTE_HTTP_METHOD : move === ATTR_URL_FULL ? ROUTE_URL_FULL : move.startsWith(ATTR_HTTP_REQUEST_HEADER_PREFIX) ? ROUTE_HTTP_HEADER : ROUTE_SEMCONV;
       r.name = move;
     } else if (k === 'requestUri') {
       r.kind = ROUTE_REQUEST_URI;
@@ -525,6 +538,13 @@ export class RecordMapper {
             continue;
           }
           break;
+        case ROUTE_HTTP_HEADER:
+          if (rec.isString(i) && !sink.has(r.name)) {
+            sink.set(r.name, [rec.value(i) as string]);
+            sink.from?.(r.name, k);
+            continue;
+          }
+          break;
         case ROUTE_HTTP_METHOD:
           if (rec.isString(i) && !sink.has(ATTR_HTTP_REQUEST_METHOD)) {
             const v = rec.value(i) as string;
@@ -643,27 +663,39 @@ export class RecordMapper {
   }
 
   /** The previous record's resource and what it was made of (records of an object share one). */
-  private lastResource: { family: Family; siteLuid: string | undefined; pod: string | undefined; r: ResourceDescriptor } | undefined;
+  private lastResource: { family: Family; siteLuid: string | undefined; key: ObjectKeyInfo; r: ResourceDescriptor } | undefined;
 
   private resourceFor(family: Family, siteLuid: string | undefined, key: ObjectKeyInfo): ResourceDescriptor {
     const last = this.lastResource;
-    if (last !== undefined && last.family === family && last.siteLuid === siteLuid && last.pod === key.pod) return last.r;
+    if (last !== undefined && last.family === family && last.siteLuid === siteLuid && (last.key === key || (last.key.pod === key.pod && last.key.tenantId === key.tenantId && last.key.resource === key.resource))) return last.r;
     const r = this.resourceOf(family, siteLuid, key);
-    this.lastResource = { family, siteLuid, pod: key.pod, r };
+    this.lastResource = { family, siteLuid, key, r };
     return r;
   }
 
+  /**
+   * The resource of a record: `service.name` (the source's, else the tenant's, else the
+   * family's), Tableau's tenant id (the object's, else the tenant's configured one), our tenant
+   * label, site and pod, the tenant's resource attributes and `static:` overrides, then what the
+   * source attached to the object.
+   */
   private resourceOf(family: Family, siteLuid: string | undefined, key: ObjectKeyInfo): ResourceDescriptor {
-    const id = `${family}\u0000${siteLuid ?? ''}\u0000${key.pod ?? ''}`;
+    const own = key.resource;
+    const id = `${family}\u0000${siteLuid ?? ''}\u0000${key.pod ?? ''}\u0000${key.tenantId ?? ''}\u0000${own ? JSON.stringify(own) : ''}`;
     let r = this.resources.get(id);
     if (!r) {
-      const attributes: Record<string, string> = {
-        [ATTR_SERVICE_NAME]: this.catalog.defaults[family].serviceName,
-        [RESOURCE_TENANT_ID]: this.options.tenantId,
-      };
+      const settings = this.options.resource;
+      const attributes: Record<string, ResourceValue> = Object.create(null) as Record<string, ResourceValue>;
+      attributes[ATTR_SERVICE_NAME] = settings?.serviceName ?? this.catalog.defaults[family].serviceName;
+      const tableauTenant = key.tenantId ?? settings?.tableauTenantId;
+      if (tableauTenant) attributes[RESOURCE_TABLEAU_TENANT_ID] = tableauTenant;
+      attributes[RESOURCE_TENANT_LABEL] = this.options.tenantId;
       if (siteLuid) attributes[this.prefix + 'site_luid'] = siteLuid;
       if (key.pod) attributes[this.prefix + 'pod'] = key.pod;
-      r = { key: JSON.stringify(attributes), attributes };
+      for (const [k, v] of Object.entries(settings?.attributes ?? {})) setOwn(attributes, k, v);
+      for (const [k, v] of this.overrides.staticAttributes) setOwn(attributes, k, v);
+      if (own) for (const [k, v] of Object.entries(own)) setOwn(attributes, k, v);
+      r = { key: JSON.stringify(attributes), attributes: { ...attributes } };
       if (this.resources.size > 10_000) this.resources.clear();
       this.resources.set(id, r);
     }

@@ -1,3 +1,8 @@
+/**
+ * A tenant's reference lists (users, sites) that enrichment joins records with: loaded by the
+ * daemon (TCM or a lookup file), published to the encode workers, read by the record mapper.
+ */
+
 /** One user of a tenant's reference list; `id` is the user LUID (TCM `userId`). Fields are optional: TCM does not publish them all. */
 export interface UserReference { id: string; name?: string; email?: string; fullName?: string; /** site LUID → site role */ siteRoles?: Readonly<Record<string, string>> }
 /** One site; `id` is the site LUID (TCM `siteUUID`). */

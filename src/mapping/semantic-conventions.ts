@@ -11,6 +11,10 @@ export const ATTR_CLIENT_ADDRESS = 'client.address';
 export const ATTR_USER_AGENT_ORIGINAL = 'user_agent.original';
 export const ATTR_HTTP_REQUEST_METHOD = 'http.request.method';
 export const ATTR_HTTP_REQUEST_METHOD_ORIGINAL = 'http.request.method_original';
+/** HTTP request headers (`http.request.header.<lower-case name>`): string arrays by the conventions, one item per header value. */
+export const ATTR_HTTP_REQUEST_HEADER_PREFIX = 'http.request.header.';
+export const ATTR_HTTP_REQUEST_HEADER_REFERER = 'http.request.header.referer';
+export const ATTR_HTTP_REQUEST_HEADER_ACCEPT_LANGUAGE = 'http.request.header.accept-language';
 export const ATTR_URL_FULL = 'url.full';
 export const ATTR_URL_PATH = 'url.path';
 export const ATTR_URL_QUERY = 'url.query';
@@ -33,7 +37,7 @@ export const SITE_ROLE_NAMES: ReadonlyMap<number, string> = new Map([
  */
 export const SEMANTICS_TARGETS: ReadonlySet<string> = new Set([
   ATTR_USER_ID, ATTR_USER_NAME, ATTR_USER_EMAIL, ATTR_USER_FULL_NAME, ATTR_CLIENT_ADDRESS, ATTR_USER_AGENT_ORIGINAL,
-  ATTR_HTTP_REQUEST_METHOD, ATTR_URL_FULL, ATTR_SESSION_ID,
+  ATTR_HTTP_REQUEST_METHOD, ATTR_URL_FULL, ATTR_SESSION_ID, ATTR_HTTP_REQUEST_HEADER_REFERER, ATTR_HTTP_REQUEST_HEADER_ACCEPT_LANGUAGE,
 ]);
 export const SEMANTICS_KEEP = 'keep';
 

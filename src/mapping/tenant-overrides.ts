@@ -29,7 +29,7 @@ import { substituteEnvInYaml } from '../core/env-substitution.js';
 import type { AttrValue } from './log-record.js';
 import { jsonText } from '../core/json-text.js';
 import { outputNamesOf, type Catalog } from './catalog.js';
-import { ATTR_EVENT_SUB_TYPE, DERIVED_ATTRIBUTES } from './attribute-names.js';
+import { ATTR_EVENT_SUB_TYPE, DERIVED_ATTRIBUTES, RESERVED_RESOURCE_ATTRIBUTES } from './attribute-names.js';
 import { ATTR_HTTP_REQUEST_METHOD_ORIGINAL, ATTR_USER_ROLES } from './semantic-conventions.js';
 
 const nameList = z.array(z.string().min(1)).default([]);
@@ -60,6 +60,9 @@ export const overridesFileSchema = z
   })
   .strict()
   .superRefine((o, ctx) => {
+    for (const name of Object.keys(o.static ?? {})) {
+      if (RESERVED_RESOURCE_ATTRIBUTES.includes(name)) ctx.addIssue({ code: 'custom', path: ['static', name], message: `'${name}' is a resource attribute the daemon sets (service.name and Tableau's tenant id come from the tenant's resource: block)` });
+    }
     if ((o.attributes?.hash.length ?? 0) > 0 && !o.hashKey) {
       ctx.addIssue({ code: 'custom', path: ['hashKey'], message: 'attributes.hash needs a hashKey (e.g. hashKey: ${PII_HASH_KEY})' });
     }
@@ -88,12 +91,12 @@ export class TenantOverrides {
   private readonly redactAttr: (n: string) => boolean;
   private readonly hashAttr: (n: string) => boolean;
   private readonly rename: ReadonlyArray<[string, string]>;
-  private readonly staticAttrs: ReadonlyArray<[string, AttrValue]>;
+  private readonly staticAttrs: ReadonlyArray<[string, string | number | boolean]>;
   private readonly severity: ReadonlyArray<[(t: string) => boolean, SeverityName]>;
   private readonly typeCache = new Map<string, boolean>();
   private readonly actionCache = new Map<string, number>();
   readonly touchesAttributes: boolean;
-  /** Anything to do per record at all (attribute operations or static attributes). */
+  /** Anything to do per record at all (attribute operations; static attributes go on the resource). */
   readonly active: boolean;
 
   constructor(
@@ -111,7 +114,7 @@ export class TenantOverrides {
     this.severity = Object.entries(file.severity ?? {}).map(([g, s]) => [globMatcher([g]), s]);
     const a = file.attributes;
     this.touchesAttributes = !!a && (a.drop.length + a.redact.length + a.hash.length + this.rename.length > 0);
-    this.active = this.touchesAttributes || this.staticAttrs.length > 0;
+    this.active = this.touchesAttributes;
   }
 
   static none(): TenantOverrides {
@@ -157,7 +160,7 @@ export class TenantOverrides {
   }
 
   /**
-   * Applies drop, redact, hash, rename, then adds the static attributes; mutates `attrs`.
+   * Applies drop, redact, hash, rename; mutates `attrs`.
    * `namesOf(outputName)` gives the other names the attribute answers to (the Tableau, semantic
    * convention and generic names of the field it came from), if any.
    */
@@ -179,7 +182,11 @@ export class TenantOverrides {
         }
       }
     }
-    for (const [k, v] of this.staticAttrs) attrs[k] = v;
+  }
+
+  /** The `static:` attributes, for the resource of the tenant's records. */
+  get staticAttributes(): ReadonlyArray<readonly [string, string | number | boolean]> {
+    return this.staticAttrs;
   }
 
   private hmac(value: AttrValue): string {

@@ -107,6 +107,6 @@ export class BatchDispatcher {
   /** What the workers found: counts and drift, and the lines that are not records (dead-lettered). */
   private async recordFindings(b: Batch, result: ChunkResult): Promise<void> {
     this.telemetry.batchProcessed(result);
-    for (const dl of result.deadLetters) await this.deadLetters.line(b.refs[dl.segment]!.key, b.segments[dl.segment]!.uidPrefix, dl.line, dl.reason, dl.raw);
+    for (const dl of result.deadLetters) await this.deadLetters.line(b.refs[dl.segment]!.key, b.segments[dl.segment]!.uidPrefix, dl.line, dl.reason, dl.raw, b.segments[dl.segment]!.keyInfo);
   }
 }

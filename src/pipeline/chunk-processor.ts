@@ -5,7 +5,7 @@
  * what happened (records, dead letters, drops, drift) and the main thread records it.
  */
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
-import { RecordMapper, type MapResult, type SchemaDriftCounters } from '../mapping/record-mapper.js';
+import { RecordMapper, type MapResult, type SchemaDriftCounters, type TenantResourceSettings } from '../mapping/record-mapper.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, tooManyFields } from '../mapping/record-limits.js';
 import type { DirectMapped } from '../mapping/direct-record-writer.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
@@ -21,6 +21,8 @@ export interface ProcessorTenant {
   id: string;
   /** Absolute path of the tenant's overrides file, if any. */
   overridesFile?: string;
+  /** The tenant's `resource:` settings (service.name, Tableau's tenant id, further attributes). */
+  resource?: TenantResourceSettings;
 }
 
 export interface ProcessorInit {
@@ -119,7 +121,7 @@ export class ChunkProcessor {
     this.directWriter = new DirectLogsRequestWriter(init.scope);
     for (const t of init.tenants) {
       const overrides: TenantOverrides | undefined = t.overridesFile ? loadOverrides(t.overridesFile) : undefined;
-      this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, maxAttributesPerRecord: this.maxFields, ...(overrides ? { overrides } : {}) }));
+      this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, maxAttributesPerRecord: this.maxFields, ...(overrides ? { overrides } : {}), ...(t.resource ? { resource: t.resource } : {}) }));
     }
   }
 

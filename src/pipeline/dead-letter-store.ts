@@ -12,6 +12,7 @@ import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, fstatSync, ftrunc
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { scrubSecrets } from '../core/redaction.js';
+import { parseObjectKey, type ObjectKeyInfo } from '../decoding/object-key.js';
 
 export interface BadLineLetter {
   kind: 'line';
@@ -22,6 +23,8 @@ export interface BadLineLetter {
   raw: string;
   /** The object's identity prefix of `log.record.uid` (`<uidPrefix>:<line>`), so a replay sends the same uid. */
   uidPrefix?: string;
+  /** What the source knew of the object beyond its key (Tableau's tenant id, resource attributes, …), so a replay maps it the same way. */
+  info?: Partial<ObjectKeyInfo>;
 }
 
 /** One record of a rejected batch, with what a replay needs to send it again under the same `log.record.uid`. */
@@ -30,6 +33,24 @@ export interface DeadLetteredRecord {
   uidPrefix: string;
   line: number;
   raw: string;
+  /** As in BadLineLetter. */
+  info?: Partial<ObjectKeyInfo>;
+}
+
+/** What `keyInfo` holds beyond what the object's key says (a source's own facts), or undefined when nothing. */
+export function sourceInfoOf(object: string, keyInfo: ObjectKeyInfo): Partial<ObjectKeyInfo> | undefined {
+  const fromKey = parseObjectKey(object) as Record<string, unknown>;
+  let out: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(keyInfo)) {
+    if (v === undefined || (typeof v !== 'object' && fromKey[k] === v)) continue;
+    (out ??= {})[k] = v;
+  }
+  return out as Partial<ObjectKeyInfo> | undefined;
+}
+
+/** The keyInfo a dead-lettered record was mapped with: its key's, and what the source knew. */
+export function keyInfoOfLetter(object: string, info: Partial<ObjectKeyInfo> | undefined): ObjectKeyInfo {
+  return info && typeof info === 'object' ? { ...parseObjectKey(object), ...info } : parseObjectKey(object);
 }
 
 export interface RejectedBatchLetter {

@@ -5,7 +5,8 @@
  */
 import { Backoff, BACKOFF_DEFAULTS, type BackoffPolicy } from '../core/backoff.js';
 import { sleep } from '../core/sleep.js';
-import type { DeadLetter, DeadLetterStore } from './dead-letter-store.js';
+import { sourceInfoOf, type DeadLetter, type DeadLetterStore } from './dead-letter-store.js';
+import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import type { PipelineTelemetry } from './pipeline-telemetry.js';
 
 /** Waits between failed writes: 1 s doubling to 30 s. */
@@ -21,8 +22,9 @@ export class DeadLetterWriter {
   ) {}
 
   /** One line (or the rest of an object) that cannot be delivered, with the object's uid prefix so that `replay` sends it under the same log.record.uid. */
-  async line(object: string, uidPrefix: string, line: number, reason: string, raw: string): Promise<void> {
-    await this.write({ kind: 'line', source: this.sourceId, object, line, reason, raw, uidPrefix });
+  async line(object: string, uidPrefix: string, line: number, reason: string, raw: string, keyInfo?: ObjectKeyInfo): Promise<void> {
+    const info = keyInfo ? sourceInfoOf(object, keyInfo) : undefined;
+    await this.write({ kind: 'line', source: this.sourceId, object, line, reason, raw, uidPrefix, ...(info ? { info } : {}) });
     this.telemetry.lineDeadLettered(object, line, reason);
   }
 

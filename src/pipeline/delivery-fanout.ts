@@ -7,7 +7,7 @@
 import type { Destination } from '../export/destination.js';
 import { encodingKey, type EncodingSpec } from '../export/encodings.js';
 import { deliver, type DeliveryResult } from '../export/delivery.js';
-import type { DeadLetteredRecord } from './dead-letter-store.js';
+import { sourceInfoOf, type DeadLetteredRecord } from './dead-letter-store.js';
 import type { ChunkResult } from './chunk-processor.js';
 import type { Batch } from './batch.js';
 import { batchText, bodyRange, objectRanges, rawLine, subSegments, type BatchText, type LineRange } from './batch-lines.js';
@@ -108,7 +108,11 @@ export class DeliveryFanout {
     for (const group of byAnswer.values()) {
       const o = group[0]!.outcome;
       this.telemetry.recordsDeadLettered(d.name, o, group.length, batchRecords);
-      const records: DeadLetteredRecord[] = group.map((f) => ({ object: b.refs[f.segment]!.key, uidPrefix: b.segments[f.segment]!.uidPrefix, line: f.line, raw: f.raw }));
+      const records: DeadLetteredRecord[] = group.map((f) => {
+        const object = b.refs[f.segment]!.key;
+        const info = sourceInfoOf(object, b.segments[f.segment]!.keyInfo);
+        return { object, uidPrefix: b.segments[f.segment]!.uidPrefix, line: f.line, raw: f.raw, ...(info ? { info } : {}) };
+      });
       await this.deadLetters.write({
         kind: 'batch',
         destination: d.name,

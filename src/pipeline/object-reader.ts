@@ -39,7 +39,7 @@ export class ObjectReader {
     const { settings, telemetry } = this;
     const started = Date.now();
     const tracker = new ObjectTracker(obj, this.commit);
-    const keyInfo = parseObjectKey(obj.key);
+    const keyInfo = obj.info ? { ...parseObjectKey(obj.key), ...obj.info } : parseObjectKey(obj.key);
     const uidPrefix = uidPrefixFor(obj.identity);
     let lastLine = obj.resumeAfterLine;
     // objects read from a byte offset: lines are numbered on from `startLine`, offsets counted from `startOffset`
@@ -66,12 +66,12 @@ export class ObjectReader {
           if (item.kind === 'limit') {
             // the rest of the object is one dead letter; the object counts as read (the checkpoint moves past it)
             telemetry.objectOverLimit(obj.key, item.limit.line, item.limit.reason);
-            await this.deadLetters.line(obj.key, uidPrefix, item.limit.line, item.limit.reason, '');
+            await this.deadLetters.line(obj.key, uidPrefix, item.limit.line, item.limit.reason, '', keyInfo);
             break;
           }
           if (item.kind === 'oversize') {
             const o = item.oversize;
-            await this.deadLetters.line(obj.key, uidPrefix, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head);
+            await this.deadLetters.line(obj.key, uidPrefix, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head, keyInfo);
             lastOffset = base + o.endOffset;
             tracker.settle(tracker.add(o.line, lastOffset));
             lastLine = o.line;
@@ -89,7 +89,7 @@ export class ObjectReader {
         const message = (err as Error).message;
         if (isPermanentReadError(err)) {
           telemetry.objectUnreadable(obj.key, lastLine + 1, message);
-          await this.deadLetters.line(obj.key, uidPrefix, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '');
+          await this.deadLetters.line(obj.key, uidPrefix, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '', keyInfo);
           break;
         }
         if (attempt < settings.objectReadAttempts) {

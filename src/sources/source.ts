@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FileIdentity, SourceCheckpoint } from './source-checkpoint.js';
+import type { ObjectKeyInfo } from '../decoding/object-key.js';
 
 export interface SourceObject {
   /** Key relative to the source (path or S3 key): names the object in checkpoints, logs and dead letters. */
@@ -28,6 +29,11 @@ export interface SourceObject {
   growing?: boolean;
   /** A local file's identity, kept in its checkpoint entry (see checkpoint-store.ts). */
   file?: FileIdentity;
+  /**
+   * What the source knows of the object's records beyond its key (e.g. Tableau's tenant id,
+   * resource attributes): merged over what the key says (`parseObjectKey`).
+   */
+  info?: Partial<ObjectKeyInfo>;
   /**
    * The object's bytes. A read error with `permanent: true` (or a corrupt gzip stream) means the
    * object can never be read past that point: the rest is dead-lettered. Any other error is

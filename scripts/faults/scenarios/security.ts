@@ -351,8 +351,8 @@ export const securityTenants: Scenario = {
     if (r.code !== 0) extra.push(`run exited ${r.code}`);
     const aSeqs = new Set(ta.records.map((x) => x.record.testSeq as number));
     const bSeqs = new Set(tb.records.map((x) => x.record.testSeq as number));
-    const strayA = ra.records().filter((x) => bSeqs.has(x.attributes['tableau.test_seq'] as number) || x.resource['tableau.tenant.id'] !== 'tenant-a').length;
-    const strayB = rb.records().filter((x) => aSeqs.has(x.attributes['tableau.test_seq'] as number) || x.resource['tableau.tenant.id'] !== 'tenant-b').length;
+    const strayA = ra.records().filter((x) => bSeqs.has(x.attributes['tableau.test_seq'] as number) || x.resource['tableau_activity_otel.tenant'] !== 'tenant-a').length;
+    const strayB = rb.records().filter((x) => aSeqs.has(x.attributes['tableau.test_seq'] as number) || x.resource['tableau_activity_otel.tenant'] !== 'tenant-b').length;
     if (strayA > 0) extra.push(`${strayA} records at tenant-a's destination that are not tenant-a's`);
     if (strayB > 0) extra.push(`${strayB} records at tenant-b's destination that are not tenant-b's`);
     const dla = readDeadLetters(state, 'tenant-a');

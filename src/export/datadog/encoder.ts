@@ -50,7 +50,9 @@ export const DD_MAX_ENTRY_BYTES = 1_000_000;
 
 /** The entry's own keys (the standard attributes' top-level objects included). */
 const RESERVED = new Set(['ddsource', 'service', 'hostname', 'status', 'message', 'ddtags', 'timestamp', 'event_name', 'truncated', 'host', 'source', 'date', 'usr', 'network', 'http', 'evt']);
-const TENANT_ATTR = 'tableau.tenant.id';
+/** The daemon's tenant label (the `tenant:` tag). */
+const TENANT_ATTR = 'tableau_activity_otel.tenant';
+const HOST_NAME_ATTR = 'host.name';
 const SITE_ATTR = 'tableau.site_luid';
 const SERVICE_NAME_ATTR = 'service.name';
 /** Where a record attribute goes when its resource has an attribute of the same name. */
@@ -62,6 +64,13 @@ export function datadogService(spec: Pick<DatadogEncoding, 'service'>, resourceA
   if (spec.service !== undefined) return spec.service;
   const name = resourceAttributes[SERVICE_NAME_ATTR];
   return typeof name === 'string' && name !== '' ? name : DEFAULT_SERVICE;
+}
+
+/** The entry's `hostname`: configured, else the resource's `host.name` (a Tableau Server node), else none. */
+function datadogHostname(spec: Pick<DatadogEncoding, 'hostname'>, resourceAttributes: MappedLogRecord['resource']['attributes']): string | undefined {
+  if (spec.hostname !== undefined) return spec.hostname;
+  const name = resourceAttributes[HOST_NAME_ATTR];
+  return typeof name === 'string' && name !== '' ? name : undefined;
 }
 
 type Scalar = string | number | boolean;
@@ -138,10 +147,11 @@ export function datadogEntry(spec: DatadogEncoding, r: MappedLogRecord): Entry {
   if (tenant) tags.push(`tenant:${tenant}`);
   if (site) tags.push(`site:${site}`);
   tags.push(`event_type:${r.eventType}`);
+  const hostname = datadogHostname(spec, r.resource.attributes);
   const entry: Entry = {
     ddsource: 'tableau',
     service: datadogService(spec, r.resource.attributes),
-    ...(spec.hostname !== undefined ? { hostname: spec.hostname } : {}),
+    ...(hostname !== undefined ? { hostname } : {}),
     status: datadogStatus(r.severityNumber),
     message: r.body ?? r.eventName,
     ddtags: tags.join(','),
@@ -228,7 +238,8 @@ export class DatadogEntryWriter {
       const tags = [...this.spec.tags];
       if (attrs[TENANT_ATTR]) tags.push(`tenant:${attrs[TENANT_ATTR]}`);
       if (attrs[SITE_ATTR]) tags.push(`site:${attrs[SITE_ATTR]}`);
-      const fixed = JSON.stringify({ ddsource: 'tableau', service: datadogService(this.spec, attrs), ...(this.spec.hostname !== undefined ? { hostname: this.spec.hostname } : {}) });
+      const hostname = datadogHostname(this.spec, attrs);
+      const fixed = JSON.stringify({ ddsource: 'tableau', service: datadogService(this.spec, attrs), ...(hostname !== undefined ? { hostname } : {}) });
       const json = JSON.stringify(attrs).slice(1, -1);
       res = {
         head: `${fixed.slice(0, -1)},"status":`,

@@ -312,6 +312,7 @@ export class TcmSource implements Source {
       identity: `tcm:${this.config.tenantId}:${f.path}`,
       ...(f.size !== undefined ? { size: f.size } : {}),
       resumeAfterLine: progress?.line ?? 0,
+      info: { tenantId: this.config.tenantId },
       open: (signal) => this.open(scope, f.path, signal),
     };
   }
