@@ -83,6 +83,39 @@ describe('enrichment in the daemon', () => {
     expect(res.code, res.stderr).toBe(0);
   });
 
+  it('a tenant started again after a failure keeps its names although TCM is down by then', async () => {
+    const tcm = await startTcmServer({ pat: PAT, tenantId: TENANT, users: [{ userId: 'u1', displayName: 'Ada Lovelace' }, { userId: 'u2', email: 'alan@acme.example' }] });
+    servers.push(tcm);
+    const work = tempDir();
+    writeFixtureTree(join(work, 'logs'), 1, 5);
+    const config = join(work, 'config.yaml');
+    writeFileSync(
+      config,
+      [
+        `state: { dir: ${JSON.stringify(join(work, 'state'))} }`,
+        'pipeline: { retryFor: 1s }',
+        'tenants:',
+        '  - id: acme',
+        `    sources: [ { type: directory, path: ${JSON.stringify(join(work, 'logs'))}, pollInterval: 200ms } ]`,
+        '    destinations: [ { type: otlp, endpoint: "http://127.0.0.1:9" } ]   # nothing listens: the tenant fails and is started again',
+        `    enrichment: { users: tcm, tcm: { url: ${JSON.stringify(tcm.url)}, tenantId: ${TENANT}, patEnv: TCM_PAT }, refreshInterval: 1h }`,
+        '',
+      ].join('\n'),
+    );
+    daemon = await startDaemon(['--config', config, '--grace', '2s'], { env: { TCM_PAT: PAT } });
+    await waitFor('the users loaded', async () => (await metric('tao_enrichment_entries', { tenant: 'acme', kind: 'users' })) === 2, 20_000);
+    tcm.respondNext('users', ...Array.from({ length: 1000 }, () => ({ status: 503 })));
+    await daemon.waitForLog((l) => l.msg === 'tenant stopped with an error; starting it again after a pause (the other tenants are not affected)', 30_000);
+    const kept = await daemon.waitForLog((l) => l.msg === 'enrichment: the copies loaded before the tenant was started again stay in use', 30_000);
+    expect(kept).toMatchObject({ tenant: 'acme', kinds: ['users'], entries: [2] });
+    expect(await metric('tao_enrichment_entries', { tenant: 'acme', kind: 'users' })).toBe(2);
+    // not fetched again (the interval is an hour), and no "not loaded yet"
+    expect(tcm.requests.filter((r) => r.kind === 'users')).toHaveLength(1);
+    expect(daemon.logs().some((l) => l.msg === 'enrichment data not loaded yet; the sources start anyway and records are sent without the names until it is')).toBe(false);
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+  });
+
   for (const c of [
     { name: 'wait for the first TCM load before listing', initialWait: '30s', waitMs: 30_000, retryAfter: '2', listsFirst: false },
     { name: 'list after initialWait when the first TCM load takes longer', initialWait: '500ms', waitMs: 500, retryAfter: '4', listsFirst: true },

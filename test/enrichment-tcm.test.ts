@@ -21,7 +21,7 @@ import type { TcmClient } from '../src/sources/tcm/tcm-client.js';
 import { sourceMetrics } from '../src/core/metrics.js';
 import { DaemonMetrics } from '../src/daemon/metrics.js';
 import { enrichmentConfigSchema } from '../src/daemon/enrichment-config.js';
-import { createEnrichmentRefresher, type EnrichmentRefresher } from '../src/daemon/enrichment-refresher.js';
+import { createEnrichmentRefresher, EnrichmentCache, type EnrichmentRefresher } from '../src/daemon/enrichment-refresher.js';
 import type { ReferenceData, ReferenceDataSink, UserReference } from '../src/mapping/reference-data.js';
 
 const TENANT = 'db7fad32-0175-431a-b176-7a71be70c2ac';
@@ -287,6 +287,49 @@ describe('the enrichment refresher with TCM', () => {
     const text = await metrics.registry.metrics();
     expect(metricValue(text, 'tao_enrichment_data_age_seconds', { tenant: 'acme', kind: 'users' })).toBeUndefined();
     expect(metricValue(text, 'tao_enrichment_entries', { tenant: 'acme', kind: 'users' })).toBeUndefined();
+  });
+
+  it("a tenant started again (after a failure) keeps its last good copy although TCM is down; a changed enrichment block starts over", async () => {
+    const tcm = await server({ users: users(3) });
+    const cap = capturingLogger();
+    const metrics = new DaemonMetrics();
+    const cache = new EnrichmentCache();
+    const sourceConfigs = [tcmSourceConfigSchema.parse({ type: 'tcm', name: 'tcm-main', url: tcm.url, tenantId: TENANT, patEnv: 'TCM_PAT' })];
+    const config = enrichmentConfigSchema.parse({ users: 'tcm', refreshInterval: '1h' });
+    const build = (c = config): EnrichmentRefresher => {
+      const r = createEnrichmentRefresher({ tenantId: 'acme', config: c, sourceConfigs, sources: [tcmSource(tcm, cap.log, metrics)], baseDir: '.', env: {}, log: cap.log, metrics, cache });
+      refreshers.push(r);
+      return r;
+    };
+    const first = build();
+    const sink1 = new RecordingSink();
+    first.start(sink1);
+    await first.waitForFirstLoad(20_000, new AbortController().signal);
+    const good = sink1.last!;
+    await first.stop();
+    expect(sink1.last).toBeUndefined(); // withdrawn from the pool
+    expect(cache.size).toBe(1);
+
+    tcm.respondNext('users', ...Array.from({ length: 100 }, () => ({ status: 503 })));
+    const asked = tcm.requests.filter((r) => r.kind === 'users').length;
+    const second = build();
+    const sink2 = new RecordingSink();
+    second.start(sink2);
+    expect(await second.waitForFirstLoad(20_000, new AbortController().signal)).toBe(true);
+    expect(sink2.last).toEqual(good);
+    expect(sink2.last!.loadedAtMs).toBe(good.loadedAtMs);
+    // not fetched again before its interval is over, and taken out of the cache (one copy in memory)
+    expect(tcm.requests.filter((r) => r.kind === 'users').length).toBe(asked);
+    expect(cache.size).toBe(0);
+    expect(metricValue(await metrics.registry.metrics(), 'tao_enrichment_entries', { tenant: 'acme', kind: 'users' })).toBe(3);
+    await second.stop();
+
+    // other settings: the kept copy is not used
+    const third = build(enrichmentConfigSchema.parse({ users: 'tcm', refreshInterval: '1h', fields: ['email'] }));
+    const sink3 = new RecordingSink();
+    third.start(sink3);
+    expect(await third.waitForFirstLoad(300, new AbortController().signal)).toBe(false);
+    expect(sink3.last!.status).toBe('pending');
   });
 
   it('an own TCM connection: its own sign-in, requests counted under source "enrichment", a wrong PAT is an error that does not quote it', async () => {

@@ -66,8 +66,50 @@ export interface ReferenceLoader {
   load(signal: AbortSignal, fields: ReadonlySet<EnrichmentField>): Promise<LoadOutcome>;
 }
 
+/** A kind's last good copy, as kept across the runtimes of one tenant (see EnrichmentCache). */
+export interface KeptCopy {
+  copy: ReferenceCopy;
+  loadedAtMs: number;
+  confirmedAtMs: number;
+}
+
+/**
+ * The last good copies of each tenant, kept by the daemon across the runtimes of a tenant (a
+ * tenant that failed and is started again, e.g. after a destination outage): the new runtime
+ * starts with them instead of `pending`, and a TCM that is down at that moment does not take the
+ * names away. Keyed by the enrichment settings: a changed `enrichment:` block starts over. The
+ * daemon deletes a tenant's entry when a reload removes the tenant (its memory is freed).
+ */
+export class EnrichmentCache {
+  private readonly entries = new Map<string, { key: string; kept: Map<ReferenceKind, KeptCopy> }>();
+
+  /** The tenant's copies for these settings, removed from the cache (the runtime that takes them keeps them from now on). */
+  take(tenantId: string, key: string): ReadonlyMap<ReferenceKind, KeptCopy> | undefined {
+    const e = this.entries.get(tenantId);
+    this.entries.delete(tenantId);
+    return e && e.key === key ? e.kept : undefined;
+  }
+
+  set(tenantId: string, key: string, kept: Map<ReferenceKind, KeptCopy>): void {
+    if (kept.size === 0) this.entries.delete(tenantId);
+    else this.entries.set(tenantId, { key, kept });
+  }
+
+  delete(tenantId: string): void {
+    this.entries.delete(tenantId);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
 export interface EnrichmentRefresherOptions {
   tenantId: string;
+  /** Copies a previous runtime of the tenant loaded (read when it starts): used from the start; their next load is due an interval after they were last current. */
+  takeSeed?: () => ReadonlyMap<ReferenceKind, KeptCopy> | undefined;
+  /** Called by stop() with the copies in use (to seed the tenant's next runtime). */
+  keep?: (kept: Map<ReferenceKind, KeptCopy>) => void;
   loaders: readonly ReferenceLoader[];
   fields: ReadonlySet<EnrichmentField>;
   log: Logger;
@@ -124,6 +166,19 @@ export class EnrichmentRefresher {
     this.started = true;
     // nothing is loaded yet: `pending` goes out before this returns
     sink.publishReferenceData(this.tenantId, this.pendingData());
+    const seed = this.options.takeSeed?.();
+    for (const [kind, kept] of seed ?? []) {
+      const st = this.states.get(kind);
+      if (!st) continue;
+      Object.assign(st, { copy: kept.copy, loadedAtMs: kept.loadedAtMs, confirmedAtMs: kept.confirmedAtMs, attempted: true });
+      this.options.metrics?.enrichmentEntries.set({ tenant: this.tenantId, kind }, kept.copy.length);
+    }
+    const seeded = [...this.states.values()].filter((st) => st.copy !== undefined);
+    if (seeded.length > 0) {
+      this.log.info({ kinds: seeded.map((st) => st.loader.kind), entries: seeded.map((st) => st.copy!.length) }, 'enrichment: the copies loaded before the tenant was started again stay in use');
+      if (seeded.length === this.states.size) this.firstAttemptsDone();
+      this.publish();
+    }
     for (const state of this.states.values()) {
       const { kind } = state.loader;
       this.options.metrics?.watchEnrichmentAge(this.tenantId, kind, () => (state.confirmedAtMs > 0 ? Math.max(0, (Date.now() - state.confirmedAtMs) / 1000) : undefined));
@@ -193,6 +248,11 @@ export class EnrichmentRefresher {
       await this.publishing;
       if (this.started) this.sink?.publishReferenceData(this.tenantId, undefined);
       this.sink = undefined;
+      if (this.options.keep) {
+        const kept = new Map<ReferenceKind, KeptCopy>();
+        for (const [kind, st] of this.states) if (st.copy) kept.set(kind, { copy: st.copy, loadedAtMs: st.loadedAtMs, confirmedAtMs: st.confirmedAtMs });
+        this.options.keep(kept);
+      }
       for (const state of this.states.values()) {
         state.copy = undefined;
         const labels = { tenant: this.tenantId, kind: state.loader.kind };
@@ -233,6 +293,10 @@ export class EnrichmentRefresher {
     const { loader } = state;
     const signal = this.abort.signal;
     const backoff = loader.retry ? new Backoff(loader.retry) : undefined;
+    if (state.copy !== undefined) {
+      // a copy from the tenant's previous runtime: the next load is due an interval after it was last current
+      if (await sleep(Math.max(0, state.confirmedAtMs + loader.intervalMs - Date.now()), signal)) return;
+    }
     for (;;) {
       let ok = false;
       try {
@@ -303,6 +367,8 @@ export interface EnrichmentSetup {
   metrics?: (PipelineMetrics & EnrichmentMetrics) | undefined;
   /** Tests: a faster retry policy of an own TCM connection. */
   tcmRetry?: TcmRetrySettings;
+  /** The daemon's copies of earlier runtimes of its tenants. */
+  cache?: EnrichmentCache | undefined;
 }
 
 /** The refresher of a tenant's `enrichment:` block: its loaders, and an own TCM connection when one is configured. */
@@ -368,8 +434,12 @@ export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRef
       });
     }
   }
+  // what the copies depend on: the enrichment settings and the TCM connection's tenant
+  const cacheKey = JSON.stringify({ config, tcm: tcm ? { kind: tcm.kind, tenantId: tcm.tenantId, ...(tcm.kind === 'own' ? { url: tcm.url } : { sourceId: tcm.sourceId }) } : undefined });
+  const cache = setup.cache;
   return new EnrichmentRefresher({
     tenantId: setup.tenantId,
+    ...(cache ? { takeSeed: () => cache.take(setup.tenantId, cacheKey), keep: (kept: Map<ReferenceKind, KeptCopy>) => cache.set(setup.tenantId, cacheKey, kept) } : {}),
     loaders,
     fields: enrichmentFields(config),
     log,

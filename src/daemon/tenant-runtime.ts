@@ -24,7 +24,7 @@ import type { Logger } from './logger.js';
 import type { DaemonMetrics } from './metrics.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
 import type { ReferenceDataSink } from '../mapping/reference-data.js';
-import { createEnrichmentRefresher, type EnrichmentRefresher } from './enrichment-refresher.js';
+import { createEnrichmentRefresher, type EnrichmentCache, type EnrichmentRefresher } from './enrichment-refresher.js';
 import type { ProcessorTenant } from '../pipeline/chunk-processor.js';
 
 export interface TenantRuntimeOptions {
@@ -43,6 +43,8 @@ export interface TenantRuntimeOptions {
    * aborted (default 5 s). Their batches are not acknowledged then: the next start sends them again.
    */
   failureGraceMs?: number;
+  /** The daemon's enrichment copies of earlier runtimes of its tenants (a restarted tenant keeps its names). */
+  enrichmentCache?: EnrichmentCache;
 }
 
 /** How long closing waits for a destination's own shutdown (requests it still has open are abandoned). */
@@ -88,7 +90,7 @@ export class TenantRuntime {
     }
     if (config.enrichment) {
       try {
-        this.enrichment = createEnrichmentRefresher({ tenantId: config.id, config: config.enrichment, sourceConfigs: config.sources, sources: built.sources, baseDir: options.baseDir, env: options.env ?? process.env, log: this.log, metrics: options.metrics });
+        this.enrichment = createEnrichmentRefresher({ tenantId: config.id, config: config.enrichment, sourceConfigs: config.sources, sources: built.sources, baseDir: options.baseDir, env: options.env ?? process.env, log: this.log, metrics: options.metrics, cache: options.enrichmentCache });
       } catch (err) {
         void disposeAll(built.destinations, built.sources);
         throw err;
@@ -125,7 +127,8 @@ export class TenantRuntime {
     this.deadLetters = deadLetters;
     this.checkpoints = checkpoints;
     this.ctx = ctx;
-    this.enrichment?.start(referenceSink(pool, this.log));
+    if (this.enrichment) this.enrichment.start(referenceSink(pool, this.log));
+    else options.enrichmentCache?.delete(this.id); // enrichment taken out of the tenant's config: the kept copy goes
   }
 
   /** Hand the following batches to another encode pool (after a config reload); batches already handed over finish where they are. */
