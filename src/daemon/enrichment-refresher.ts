@@ -17,7 +17,8 @@
  *   since TCM does not publish its user fields.
  * - A new pool (after a config reload) gets the current copy (setSink); stop() publishes
  *   `undefined` (the workers free the tenant's data), stops the timers, removes the tenant's
- *   series and closes an own TCM connection.
+ *   series and closes an own TCM connection. The copies go to the daemon's EnrichmentCache, so
+ *   the tenant's next runtime (a restart after a failure) starts with them.
  *
  * Metrics: tao_enrichment_refreshes_total{tenant,kind,result}, tao_enrichment_entries{tenant,kind},
  * tao_enrichment_data_age_seconds{tenant,kind} (grows while refreshes fail).
