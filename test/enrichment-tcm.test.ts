@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { startTcmServer, type TcmServer } from './support/tcm-server.js';
+import { startTcmServer, startTrapServer, type TcmServer } from './support/tcm-server.js';
 import { metricValue, waitFor } from './support/daemon-process.js';
 import { TcmSource, tcmSourceConfigSchema } from '../src/sources/tcm/tcm-source.js';
 import { fetchTcmSites, fetchTcmUsers, type ReferenceListOptions } from '../src/sources/tcm/tcm-reference-data.js';
@@ -175,6 +175,27 @@ describe('TCM users and sites lists', () => {
     expect(got.entries).toBe(4);
     expect(got.skipped).toBe(2);
     expect(got.census.missing({ name: ['userName', 'username', 'name'], email: ['email'] })).toEqual([]);
+  });
+
+  it('a redirect of the users list is not followed: the other host gets no connection, the error names its origin only', async () => {
+    const tcm = await server({ users: users(3) });
+    const trap = await startTrapServer();
+    try {
+      const to = { status: 307, headers: { location: `${trap.url}/api/v1/tenants/${TENANT}/users?X-Steal=1` } };
+      tcm.respondNext('users', to, to, to, to);
+      const { log, text } = capturingLogger();
+      const src = tcmSource(tcm, log);
+      const err = await listUsers(src.client, { maxItems: 100 }).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(err?.message).toMatch(new RegExp(`HTTP 307 redirect to ${trap.url.replace(/[.]/g, '\\.')} \\(not followed`));
+      expect(err?.message).not.toContain('X-Steal');
+      expect(trap.connections).toBe(0);
+      expect(text()).not.toContain(PAT);
+    } finally {
+      await trap.close();
+    }
   });
 
   it('reads sites: siteUUID, name and contentUrl, paged', async () => {
