@@ -5,12 +5,13 @@
  * connection, the sources waiting for the first load (bounded by initialWait).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
-import { startDaemon, waitFor, metricValue, type DaemonProcess } from './support/daemon-process.js';
+import { startDaemon, waitFor, metricValue, parseLogLines, type DaemonProcess } from './support/daemon-process.js';
+import { runCli } from './support/cli-process.js';
 import { startTcmServer, type TcmServer } from './support/tcm-server.js';
 
 const TENANT = 'db7fad32-0175-431a-b176-7a71be70c2ac';
@@ -167,4 +168,41 @@ describe('enrichment in the daemon', () => {
       expect(res.code, res.stderr).toBe(0);
     });
   }
+
+  it('replay loads the tenant\'s enrichment data before it sends (and not for a dry run)', async () => {
+    const rx = await startOtlpReceiver();
+    receivers.push(rx);
+    const work = tempDir();
+    const state = join(work, 'state');
+    writeFileSync(join(work, 'users.csv'), 'id,fullName\nuser-1,Ada Lovelace\n');
+    const config = join(work, 'config.yaml');
+    writeFileSync(
+      config,
+      [
+        `state: { dir: ${JSON.stringify(state)} }`,
+        'server: { enabled: false }',
+        'tenants:',
+        '  - id: acme',
+        `    sources: [ { type: directory, path: ${JSON.stringify(join(work, 'logs'))} } ]`,
+        `    destinations: [ { type: otlp, name: main, endpoint: ${JSON.stringify(rx.url)} } ]`,
+        '    enrichment: { users: { file: users.csv } }',
+        '',
+      ].join('\n'),
+    );
+    const key = 'pod=prod-a/siteLuid=s1/y=2026/m=11/d=29/h=01/eventType=hist_access_view/part-1.txt';
+    const raw = JSON.stringify({ eventTime: '2026-11-29T01:02:03.000Z', actorUserLuid: 'user-1', siteLuid: 's1', testSeq: 1 });
+    mkdirSync(join(state, 'acme', 'dead-letter'), { recursive: true });
+    writeFileSync(
+      join(state, 'acme', 'dead-letter', '2026-11-30.ndjson'),
+      JSON.stringify({ time: '2026-11-30T09:00:00.000Z', kind: 'batch', destination: 'main', reason: 'HTTP 400: bad attribute', status: 400, objects: [{ object: key, firstLine: 1, lastLine: 1 }], lines: [raw], records: [{ object: key, uidPrefix: 'feedfacefeedfacefeedface', line: 1, raw }] }) + '\n',
+    );
+    const dry = await runCli(['replay', '--config', config, '--dry-run']);
+    expect(dry.code, dry.stdout + dry.stderr).toBe(0);
+    expect(parseLogLines(dry.stderr).some((l) => l.msg === 'enrichment users loaded')).toBe(false);
+    const res = await runCli(['replay', '--config', config]);
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    const loaded = parseLogLines(res.stderr).find((l) => l.msg === 'enrichment users loaded');
+    expect(loaded).toMatchObject({ kind: 'users', entries: 1, kept: 1 });
+    expect(rx.records()).toHaveLength(1);
+  });
 });

@@ -33,6 +33,8 @@ import { SITE_FIELD_SOURCES, USER_FIELD_SOURCES, type EnrichmentField, type Fiel
 import { referenceBuilder, type ReferenceCopy } from '../sources/reference-table.js';
 import { LookupFileWatcher } from '../sources/reference-lookup-file.js';
 import type { Source } from '../sources/source.js';
+import { createSource, loadSourceTypes, sourceId } from '../sources/source-registry.js';
+import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
 import { TcmClient, type TcmRetrySettings } from '../sources/tcm/tcm-client.js';
 import { readTcmPat } from '../sources/tcm/tcm-pat.js';
 import { fetchTcmSites, fetchTcmUsers } from '../sources/tcm/tcm-reference-data.js';
@@ -447,4 +449,61 @@ export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRef
     metrics: setup.metrics,
     ...(ownClient ? { onStop: () => client!.close() } : {}),
   });
+}
+
+/**
+ * The pool as the enrichment data's sink. EncodeWorkerPool implements ReferenceDataSink (the
+ * enrichment join); a pool without it cannot take the data (said once, not thrown).
+ */
+export function referenceSinkOf(pool: EncodeWorkerPool, log: Logger): ReferenceDataSink {
+  const p = pool as EncodeWorkerPool & Partial<ReferenceDataSink>;
+  let warned = false;
+  return {
+    publishReferenceData: (tenantId, data) => {
+      if (typeof p.publishReferenceData === 'function') p.publishReferenceData(tenantId, data);
+      else if (!warned) {
+        warned = true;
+        log.warn({}, "this build's encode pool does not take enrichment data: records are sent without the names");
+      }
+    },
+  };
+}
+
+/**
+ * A tenant's enrichment for a one-off command (`replay`): loaded once (within `initialWait`)
+ * and published to `sink`; a tcm source it shares the connection of is built for it alone
+ * (it makes no request but the lists). Undefined when the tenant has no `enrichment:`.
+ */
+export async function startEnrichmentFor(
+  config: TenantConfig,
+  settings: { baseDir: string; env: NodeJS.ProcessEnv; log: Logger },
+  sink: ReferenceDataSink,
+  signal: AbortSignal,
+): Promise<{ stop(): Promise<void> } | undefined> {
+  if (!config.enrichment) return undefined;
+  const tcm = enrichmentTcm(config.enrichment, config.sources);
+  const sources: Source[] = [];
+  if (typeof tcm === 'object' && tcm.kind === 'source') {
+    const cfg = config.sources.find((s) => s.type === 'tcm' && sourceId(s) === tcm.sourceId)!;
+    await loadSourceTypes([cfg]);
+    sources.push(createSource(cfg, { id: tcm.sourceId, tenantId: config.id, baseDir: settings.baseDir, env: settings.env, log: settings.log }));
+  }
+  const closeSources = async (): Promise<void> => {
+    for (const s of sources) await s.close?.().catch(() => undefined);
+  };
+  let refresher: EnrichmentRefresher;
+  try {
+    refresher = createEnrichmentRefresher({ tenantId: config.id, config: config.enrichment, sourceConfigs: config.sources, sources, baseDir: settings.baseDir, env: settings.env, log: settings.log });
+  } catch (err) {
+    await closeSources();
+    throw err;
+  }
+  refresher.start(sink);
+  await refresher.waitForFirstLoad(config.enrichment.initialWait, signal);
+  return {
+    stop: async () => {
+      await refresher.stop();
+      await closeSources();
+    },
+  };
 }

@@ -23,8 +23,7 @@ import { CheckpointSaver, SourceRunner, type PipelineSettings, type TenantContex
 import type { Logger } from './logger.js';
 import type { DaemonMetrics } from './metrics.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
-import type { ReferenceDataSink } from '../mapping/reference-data.js';
-import { createEnrichmentRefresher, type EnrichmentCache, type EnrichmentRefresher } from './enrichment-refresher.js';
+import { createEnrichmentRefresher, referenceSinkOf, type EnrichmentCache, type EnrichmentRefresher } from './enrichment-refresher.js';
 import type { ProcessorTenant } from '../pipeline/chunk-processor.js';
 
 export interface TenantRuntimeOptions {
@@ -127,14 +126,14 @@ export class TenantRuntime {
     this.deadLetters = deadLetters;
     this.checkpoints = checkpoints;
     this.ctx = ctx;
-    if (this.enrichment) this.enrichment.start(referenceSink(pool, this.log));
+    if (this.enrichment) this.enrichment.start(referenceSinkOf(pool, this.log));
     else options.enrichmentCache?.delete(this.id); // enrichment taken out of the tenant's config: the kept copy goes
   }
 
   /** Hand the following batches to another encode pool (after a config reload); batches already handed over finish where they are. */
   setPool(pool: EncodeWorkerPool): void {
     if (this.ctx) this.ctx.pool = pool;
-    if (this.ctx) this.enrichment?.setSink(referenceSink(pool, this.log));
+    if (this.ctx) this.enrichment?.setSink(referenceSinkOf(pool, this.log));
   }
 
   /** Read everything available now and wait for it to be acknowledged. */
@@ -212,24 +211,6 @@ export class TenantRuntime {
   get checkpointFile(): string | undefined {
     return this.checkpoints?.store.file;
   }
-}
-
-/**
- * The pool as the enrichment data's sink. EncodeWorkerPool implements ReferenceDataSink (the
- * enrichment join); a pool without it cannot take the data (said once, not thrown).
- */
-function referenceSink(pool: EncodeWorkerPool, log: Logger): ReferenceDataSink {
-  const p = pool as EncodeWorkerPool & Partial<ReferenceDataSink>;
-  let warned = false;
-  return {
-    publishReferenceData: (tenantId, data) => {
-      if (typeof p.publishReferenceData === 'function') p.publishReferenceData(tenantId, data);
-      else if (!warned) {
-        warned = true;
-        log.warn({}, 'this build\'s encode pool does not take enrichment data: records are sent without the names');
-      }
-    },
-  };
 }
 
 async function disposeAll(destinations: Destination[], sources: Source[], waitMs = DESTINATION_SHUTDOWN_MS): Promise<void> {
