@@ -68,7 +68,10 @@ describe('enrichment config', () => {
     expect(errorOf(configText('refreshInterval: 1h'))).toContain('tenants.0.enrichment.users: enrichment needs users, sites or both');
     expect(errorOf(configText('users: { file: u.csv }\nfields: [siteName]'))).toContain('tenants.0.enrichment.fields: users are loaded but fields names none of name, email, fullName, siteRole');
     expect(errorOf(configText('users: { file: u.csv }\nfields: [name, displayName]'))).toContain('tenants.0.enrichment.fields.1: Invalid option');
-    expect(errorOf(configText('users: { file: u.csv }\nrefreshInterval: 10ms'))).toContain('tenants.0.enrichment.refreshInterval: at least 1s');
+    expect(errorOf(configText('users: { file: u.csv }\nrefreshInterval: 10ms'))).toContain('tenants.0.enrichment.refreshInterval: from 1s to 7d');
+    // a timer of more than 24.8 days would fire at once: refused
+    expect(errorOf(configText('users: { file: u.csv }\nrefreshInterval: 30d'))).toContain('tenants.0.enrichment.refreshInterval: from 1s to 7d');
+    expect(errorOf(configText('users: { file: u.csv }\ninitialWait: 2h'))).toContain('tenants.0.enrichment.initialWait: at most 1h');
     expect(errorOf(configText('users: { file: u.csv }\ntcm: { tenantId: t, patEnv: P }'))).toContain('tenants.0.enrichment.tcm: tcm applies when users or sites is tcm');
     expect(errorOf(configText('users: { file: u.csv }\nrefresh: 1h'))).toContain("tenants.0.enrichment: unknown key 'refresh'");
   });

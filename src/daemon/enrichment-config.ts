@@ -99,8 +99,9 @@ export const enrichmentConfigSchema = z
   .strict()
   .superRefine((c, ctx) => {
     if (c.users === undefined && c.sites === undefined) ctx.addIssue({ code: 'custom', path: ['users'], message: 'enrichment needs users, sites or both (tcm or { file })' });
-    if (c.refreshInterval < 1000) ctx.addIssue({ code: 'custom', path: ['refreshInterval'], message: 'at least 1s' });
-    if (c.fileCheckInterval < 100) ctx.addIssue({ code: 'custom', path: ['fileCheckInterval'], message: 'at least 100ms' });
+    if (c.refreshInterval < 1000 || c.refreshInterval > 7 * 86_400_000) ctx.addIssue({ code: 'custom', path: ['refreshInterval'], message: 'from 1s to 7d' });
+    if (c.fileCheckInterval < 100 || c.fileCheckInterval > 86_400_000) ctx.addIssue({ code: 'custom', path: ['fileCheckInterval'], message: 'from 100ms to 1d' });
+    if (c.initialWait > 3_600_000) ctx.addIssue({ code: 'custom', path: ['initialWait'], message: 'at most 1h (the sources wait that long for the first load)' });
     const fields = new Set<EnrichmentField>(c.fields ?? ENRICHMENT_FIELDS);
     if (c.users !== undefined && !USER_FIELDS.some((f) => fields.has(f))) ctx.addIssue({ code: 'custom', path: ['fields'], message: `users are loaded but fields names none of ${USER_FIELDS.join(', ')}` });
     if (c.sites !== undefined && !SITE_FIELDS.some((f) => fields.has(f))) ctx.addIssue({ code: 'custom', path: ['fields'], message: `sites are loaded but fields names none of ${SITE_FIELDS.join(', ')}` });
