@@ -96,8 +96,8 @@ async function server(options: Partial<Parameters<typeof startTcmServer>[0]> = {
   return s;
 }
 
-function tcmSource(tcm: TcmServer, log: pino.Logger, metrics?: DaemonMetrics): TcmSource {
-  const config = tcmSourceConfigSchema.parse({ type: 'tcm', name: 'tcm-main', url: tcm.url, tenantId: TENANT, patEnv: 'TCM_PAT', maxRequestsPerSecond: 50 });
+function tcmSource(tcm: TcmServer, log: pino.Logger, metrics?: DaemonMetrics, extra: Record<string, unknown> = {}): TcmSource {
+  const config = tcmSourceConfigSchema.parse({ type: 'tcm', name: 'tcm-main', url: tcm.url, tenantId: TENANT, patEnv: 'TCM_PAT', maxRequestsPerSecond: 50, ...extra });
   const s = new TcmSource(config, { baseDir: '.', env: { TCM_PAT: PAT }, log, metrics: sourceMetrics(metrics, 'acme', () => 'tcm-main'), retry: FAST_RETRY });
   sources.push(s);
   return s;
@@ -105,19 +105,19 @@ function tcmSource(tcm: TcmServer, log: pino.Logger, metrics?: DaemonMetrics): T
 
 describe('TCM users and sites lists', () => {
   it('reads every page, taking the next token from pageToken or nextPageToken, with maxResults', async () => {
-    const tcm = await server({ users: users(2500), pageSize: 1000, tokenKey: 'alternate' });
+    const tcm = await server({ users: users(2500), tokenKey: 'alternate' });
     const { log } = capturingLogger();
     const src = tcmSource(tcm, log);
     const got = await listUsers(src.client, { maxItems: 10_000 });
     expect(got.items).toHaveLength(2500);
     expect(new Set(got.items.map((u) => u.id)).size).toBe(2500);
-    expect(got.pages).toBe(3);
+    expect(got.pages).toBe(5);
     const asked = tcm.requests.filter((r) => r.kind === 'users');
-    expect(asked.map((r) => r.query.maxResults)).toEqual(['1000', '1000', '1000']);
+    expect(asked.map((r) => r.query.maxResults)).toEqual(['500', '500', '500', '500', '500']);
     expect(asked[0]!.query.pageToken).toBeUndefined();
     expect(asked[1]!.query.pageToken).toBeDefined();
-    // the server put the token under each of the two names once
-    expect(asked.map((r) => r.tokenKey)).toEqual(['pageToken', 'nextPageToken', undefined]);
+    // the server put the token under either name, in turn
+    expect(asked.map((r) => r.tokenKey)).toEqual(['pageToken', 'nextPageToken', 'pageToken', 'nextPageToken', undefined]);
     expect(asked.every((r) => r.hadSessionHeader)).toBe(true);
     const u7 = got.items.find((u) => u.id.endsWith('000000000007'))!;
     expect(u7).toEqual({ id: u7.id, name: 'user7@acme.example', email: 'user7@acme.example', fullName: 'User 7', siteRoles: { [SITE_A]: 'Viewer' } });
@@ -196,6 +196,18 @@ describe('TCM users and sites lists', () => {
     } finally {
       await trap.close();
     }
+  });
+
+  it('asks for a page too large for maxResponseBytes again with half as many users', async () => {
+    const tcm = await server({ users: Array.from({ length: 100 }, (_, i) => ({ userId: `u${String(i).padStart(2, '0')}`, email: `e${String(i).padStart(2, '0')}` })) });
+    const { log } = capturingLogger();
+    const src = tcmSource(tcm, log, undefined, { maxResponseBytes: 1024 });
+    const got = await listUsers(src.client, { maxItems: 1000 });
+    expect(got.items).toHaveLength(100);
+    const sizes = tcm.requests.filter((r) => r.kind === 'users').map((r) => Number(r.query.maxResults));
+    expect(sizes.slice(0, 4)).toEqual([500, 250, 125, 62]);
+    // then pages that fit (31, or the floor of 25), never larger again
+    expect(sizes.slice(4).every((n, i, all) => n >= 25 && n <= 31 && (i === 0 || n <= all[i - 1]!))).toBe(true);
   });
 
   it('reads sites: siteUUID, name and contentUrl, paged', async () => {

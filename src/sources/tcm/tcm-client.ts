@@ -56,6 +56,14 @@ export class TcmHttpError extends Error {
   }
 }
 
+/** An answer longer than `maxResponseBytes` (not read on). */
+export class TcmResponseTooLargeError extends TcmHttpError {
+  constructor(operation: TcmOperation, message: string) {
+    super(operation, undefined, message);
+    this.name = 'TcmResponseTooLargeError';
+  }
+}
+
 /**
  * A token bucket holding at most one token, refilled at `ratePerSecond`: requests are spaced
  * at least 1/rate seconds apart, so no second ever sees more than `ratePerSecond` of them.
@@ -377,8 +385,8 @@ export class TcmClient {
     }
   }
 
-  private tooLarge(operation: TcmOperation, label: string, status: number): TcmHttpError {
-    return new TcmHttpError(operation, undefined, `tcm ${operation} ${label}: the response (HTTP ${status}) is larger than maxResponseBytes (${this.maxResponseBytes} bytes); not read on. Raise maxResponseBytes in the tcm source config if such answers are expected`);
+  private tooLarge(operation: TcmOperation, label: string, status: number): TcmResponseTooLargeError {
+    return new TcmResponseTooLargeError(operation, `tcm ${operation} ${label}: the response (HTTP ${status}) is larger than maxResponseBytes (${this.maxResponseBytes} bytes); not read on. Raise maxResponseBytes in the tcm source config if such answers are expected`);
   }
 
   /** A short, single-line excerpt of a response body with every secret removed (the transport's redactor). */

@@ -6,7 +6,8 @@
  * - `GET /api/v1/tenants/{tenantId}/sites` → `{"sites": [...]}` (`siteUUID` = the site LUID,
  *   `name`, `contentUrl`, `status`),
  *
- * both paged with `maxResults` and `pageToken`; the next page's token is read from
+ * both paged with `maxResults` (500; a page larger than the client's `maxResponseBytes` is asked
+ * for again with half as many) and `pageToken`; the next page's token is read from
  * `nextPageToken` or `pageToken` (both are seen in clients), and an echo of the token just sent
  * ends the list. A plain array answer is accepted too. Every request goes through the TCM
  * client (tcm-client.ts): the same sign-in, session renewal on 401, rate limit, retries of 429
@@ -19,13 +20,14 @@
 import type { SiteReference, UserReference } from '../../mapping/reference-data.js';
 import { FieldCensus, siteReferenceOf, userReferenceOf, type ReferenceKind } from '../reference-records.js';
 import type { ReferenceCollector } from '../reference-table.js';
-import type { TcmClient } from './tcm-client.js';
+import { TcmResponseTooLargeError, type TcmClient } from './tcm-client.js';
 
 export const TCM_USERS_PATH = (tenantId: string): string => `/api/v1/tenants/${encodeURIComponent(tenantId)}/users`;
 export const TCM_REFERENCE_SITES_PATH = (tenantId: string): string => `/api/v1/tenants/${encodeURIComponent(tenantId)}/sites`;
 
-/** Items asked for per page (`maxResults`; the server may return fewer). */
-export const REFERENCE_PAGE_SIZE = 1000;
+/** Items asked for per page (`maxResults`; the server may return fewer). A page larger than the client's maxResponseBytes is asked for again with half as many, down to MIN_REFERENCE_PAGE_SIZE. */
+export const REFERENCE_PAGE_SIZE = 500;
+export const MIN_REFERENCE_PAGE_SIZE = 25;
 
 export interface ReferenceListStats {
   /** The top-level fields the items had. */
@@ -62,7 +64,7 @@ async function fetchList<T extends { id: string }>(
   options: ReferenceListOptions,
   signal: AbortSignal,
 ): Promise<ReferenceListStats> {
-  const pageSize = options.pageSize ?? REFERENCE_PAGE_SIZE;
+  let pageSize = options.pageSize ?? REFERENCE_PAGE_SIZE;
   const census = new FieldCensus();
   const tokens = new Set<string>();
   let skipped = 0;
@@ -72,7 +74,17 @@ async function fetchList<T extends { id: string }>(
   for (;;) {
     const query: Record<string, string> = { maxResults: String(pageSize) };
     if (token !== undefined) query.pageToken = token;
-    const body = await client.getJson(kind, path, query, signal);
+    let body: unknown;
+    try {
+      body = await client.getJson(kind, path, query, signal);
+    } catch (err) {
+      // users with many site roles: the same page again, with fewer items
+      if (err instanceof TcmResponseTooLargeError && pageSize > MIN_REFERENCE_PAGE_SIZE) {
+        pageSize = Math.max(MIN_REFERENCE_PAGE_SIZE, Math.floor(pageSize / 2));
+        continue;
+      }
+      throw err;
+    }
     pages++;
     const page = parsePage(body, kind, pages > 1);
     // the first page without the list is not "no users": the last good copy is kept
