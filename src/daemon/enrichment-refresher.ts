@@ -12,7 +12,7 @@
  *   a lookup file's error names the file and the line).
  * - Only the configured `fields` are kept (the data itself says what records gain); an entry
  *   left with nothing to add is not kept. Users are kept compact between loads
- *   (sources/reference-table.ts) and built as objects only when published.
+ *   (sources/reference-copy.ts) and built as objects only when published.
  * - Which fields the first answer of each kind had is logged once (and again when it changes),
  *   since TCM does not publish its user fields.
  * - A new pool (after a config reload) gets the current copy (setSink); stop() publishes
@@ -30,7 +30,7 @@ import { sourceMetrics, type EnrichmentMetrics, type PipelineMetrics } from '../
 import { sleep } from '../core/sleep.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
 import { SITE_FIELD_SOURCES, USER_FIELD_SOURCES, type EnrichmentField, type FieldCensus, type ReferenceKind } from '../sources/reference-records.js';
-import { referenceBuilder, type ReferenceCopy } from '../sources/reference-table.js';
+import { referenceBuilder, type ReferenceCopy } from '../sources/reference-copy.js';
 import { LookupFileWatcher } from '../sources/reference-lookup-file.js';
 import type { Source } from '../sources/source.js';
 import { createSource, loadSourceTypes, sourceId } from '../sources/source-registry.js';

@@ -19,7 +19,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseCsv, type CsvError, type Info } from 'csv-parse';
 import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
-import { referenceBuilder, type ReferenceCopy } from './reference-table.js';
+import { referenceBuilder, type ReferenceCopy } from './reference-copy.js';
 
 export type LookupFormat = 'csv' | 'ndjson';
 

@@ -19,7 +19,7 @@
  */
 import type { SiteReference, UserReference } from '../../mapping/reference-data.js';
 import { FieldCensus, siteReferenceOf, userReferenceOf, type ReferenceKind } from '../reference-records.js';
-import type { ReferenceCollector } from '../reference-table.js';
+import type { ReferenceCollector } from '../reference-copy.js';
 import { TcmResponseTooLargeError, type TcmClient } from './tcm-client.js';
 
 export const TCM_USERS_PATH = (tenantId: string): string => `/api/v1/tenants/${encodeURIComponent(tenantId)}/users`;

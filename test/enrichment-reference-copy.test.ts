@@ -1,10 +1,10 @@
 /**
- * The compact copy of a tenant's users (src/sources/reference-table.ts): what goes in comes back
+ * The compact copy of a tenant's users (src/sources/reference-copy.ts): what goes in comes back
  * out as the same objects (only the configured fields, rows of one id merged, entries with
  * nothing to add left out), whatever characters the values hold.
  */
 import { describe, expect, it } from 'vitest';
-import { SiteListBuilder, UserTableBuilder } from '../src/sources/reference-table.js';
+import { SiteListBuilder, UserTableBuilder } from '../src/sources/reference-copy.js';
 import { ENRICHMENT_FIELDS } from '../src/sources/reference-records.js';
 
 describe('the compact users table', () => {
