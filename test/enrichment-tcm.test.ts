@@ -15,7 +15,7 @@ import { startTcmServer, startTrapServer, type TcmServer } from './support/tcm-s
 import { metricValue, waitFor } from './support/daemon-process.js';
 import { TcmSource, tcmSourceConfigSchema } from '../src/sources/tcm/tcm-source.js';
 import { fetchTcmSites, fetchTcmUsers, type ReferenceListOptions } from '../src/sources/tcm/tcm-reference-data.js';
-import { SiteListBuilder, UserTableBuilder } from '../src/sources/reference-table.js';
+import { SiteListBuilder, UserTableBuilder } from '../src/sources/reference-copy.js';
 import { ENRICHMENT_FIELDS } from '../src/sources/reference-records.js';
 import type { TcmClient } from '../src/sources/tcm/tcm-client.js';
 import { sourceMetrics } from '../src/core/metrics.js';
