@@ -11,11 +11,14 @@
  * error naming the file and the line, and the caller keeps the last good copy.
  *
  * {@link LookupFileWatcher} notices changes by size, mtime and inode, then by content hash (a
- * file touched but not changed is not parsed again); a file that failed is not read again until
- * it changes.
+ * file touched but not changed replaces nothing); a file that failed is not read again until it
+ * changes. The file is parsed as it streams in, never held whole in memory.
  */
 import { createHash } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { extname } from 'node:path';
 import { parse as parseCsv, type CsvError, type Info } from 'csv-parse';
 import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
@@ -51,22 +54,23 @@ export interface LookupFileResult {
   census: FieldCensus;
   /** Entries read (before rows of the same id were merged and entries with nothing to add left out). */
   entries: number;
+  /** sha256 of the bytes read. */
+  hash: string;
 }
 
-/** Rows parsed between two yields to the event loop (a big file never blocks the daemon for long). */
-const ROWS_PER_SLICE = 2000;
-/** CSV text fed to the parser per slice. */
-const CSV_SLICE_CHARS = 256 * 1024;
-
-const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
+/** Parse a lookup file given as text (tests, small files); see parseLookupStream. */
+export function parseLookupFile(kind: ReferenceKind, file: string, text: string, format: LookupFormat, maxItems: number, fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS)): Promise<LookupFileResult> {
+  return parseLookupStream(kind, file, Readable.from([Buffer.from(text, 'utf8')]), format, maxItems, fields);
+}
 
 /**
- * Parse a whole lookup file, keeping only `fields`; rejects with a LookupFileError at the first
- * bad line. Works in slices, giving the event loop a turn between them.
+ * Parse a whole lookup file as it streams in (the file is never held whole), keeping only
+ * `fields`; rejects with a LookupFileError at the first bad line.
  */
-export async function parseLookupFile(kind: ReferenceKind, file: string, text: string, format: LookupFormat, maxItems: number, fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS)): Promise<LookupFileResult> {
+export async function parseLookupStream(kind: ReferenceKind, file: string, input: AsyncIterable<Buffer>, format: LookupFormat, maxItems: number, fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS)): Promise<LookupFileResult> {
   const census = new FieldCensus();
   const into = referenceBuilder(kind, fields);
+  const hash = createHash('sha256');
   let entries = 0;
   const idNames = (kind === 'users' ? USER_FIELD_SOURCES : SITE_FIELD_SOURCES).id!;
   const take = (item: Record<string, unknown>, line: number): void => {
@@ -77,68 +81,73 @@ export async function parseLookupFile(kind: ReferenceKind, file: string, text: s
     into.add(ref);
     if (into.size > maxItems) throw new LookupFileError(file, line, `more than ${maxItems} ${kind} (${kind === 'users' ? 'maxUsers' : 'maxSites'} of enrichment)`);
   };
+  async function* hashed(): AsyncGenerator<Buffer> {
+    let bytes = 0;
+    for await (const chunk of input) {
+      bytes += chunk.length;
+      if (bytes > MAX_LOOKUP_FILE_BYTES) throw new LookupFileError(file, undefined, `larger than ${MAX_LOOKUP_FILE_BYTES} bytes`);
+      hash.update(chunk);
+      yield chunk;
+    }
+  }
 
   if (format === 'ndjson') {
+    const decoder = new StringDecoder('utf8');
+    let rest = '';
     let lineNo = 0;
-    let start = 0;
-    while (start <= text.length) {
-      let end = text.indexOf('\n', start);
-      if (end < 0) end = text.length;
+    const line = (raw: string): void => {
       lineNo++;
-      const line = text.slice(start, end > start && text[end - 1] === '\r' ? end - 1 : end);
-      start = end + 1;
-      if (lineNo % ROWS_PER_SLICE === 0) await yieldToLoop();
-      if (line.trim() === '') continue;
+      const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (text.trim() === '') return;
       let value: unknown;
       try {
-        value = JSON.parse(line);
+        value = JSON.parse(text);
       } catch (err) {
         throw new LookupFileError(file, lineNo, `not JSON: ${(err as Error).message}`);
       }
       if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new LookupFileError(file, lineNo, 'not a JSON object');
       take(value as Record<string, unknown>, lineNo);
+    };
+    for await (const chunk of hashed()) {
+      const text = rest + decoder.write(chunk);
+      let start = 0;
+      for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+        line(text.slice(start, nl));
+        start = nl + 1;
+      }
+      rest = text.slice(start);
     }
+    rest += decoder.end();
+    if (rest !== '') line(rest);
   } else {
     const parser = parseCsv({ columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true });
-    const rows: Array<{ record: Record<string, string>; info: Info }> = [];
-    let failure: unknown;
-    parser.on('readable', () => {
-      for (let r = parser.read() as (typeof rows)[number] | null; r !== null; r = parser.read() as (typeof rows)[number] | null) rows.push(r);
+    const source = Readable.from(hashed());
+    let readError: unknown;
+    source.on('error', (err) => {
+      readError = err;
+      parser.destroy(err);
     });
-    parser.on('error', (err) => (failure ??= err));
+    source.pipe(parser);
     let headerChecked = false;
-    const drain = (): void => {
-      for (const { record, info } of rows.splice(0)) {
+    try {
+      for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: Info }>) {
         if (!headerChecked) {
           headerChecked = true;
-          if (!Object.keys(record).some((n) => idNames.includes(n))) throw new LookupFileError(file, 1, `the header has no id column (one of ${idNames.join(', ')})`);
+          if (!Object.keys(row.record).some((n) => idNames.includes(n))) throw new LookupFileError(file, 1, `the header has no id column (one of ${idNames.join(', ')})`);
         }
-        take(record, info.lines);
+        take(row.record, row.info.lines);
       }
-    };
-    const csvError = (err: unknown): LookupFileError => {
-      const e = err as CsvError & { lines?: number };
-      return new LookupFileError(file, typeof e.lines === 'number' ? e.lines : undefined, `not valid CSV: ${e.message.replace(/ (at|on) line \d+\.?$/, '')}`);
-    };
-    for (let at = 0; at < text.length && failure === undefined; at += CSV_SLICE_CHARS) {
-      parser.write(text.slice(at, at + CSV_SLICE_CHARS));
-      drain();
-      await yieldToLoop();
+    } catch (err) {
+      source.destroy();
+      const e = (readError ?? err) as CsvError & { lines?: number };
+      if (e instanceof LookupFileError) throw e;
+      if (typeof e.code === 'string' && e.code.startsWith('CSV_')) {
+        throw new LookupFileError(file, typeof e.lines === 'number' ? e.lines : undefined, `not valid CSV: ${e.message.replace(/ (at|on) line \d+\.?$/, '')}`);
+      }
+      throw new LookupFileError(file, undefined, `cannot read the lookup file (${(e as NodeJS.ErrnoException).code ?? e.message})`);
     }
-    if (failure === undefined) {
-      await new Promise<void>((resolve) => {
-        parser.once('end', resolve);
-        parser.once('error', () => resolve());
-        parser.end();
-      });
-    }
-    if (failure !== undefined) {
-      drain(); // rows before the bad one may hold an error of their own, named first
-      throw csvError(failure);
-    }
-    drain();
   }
-  return { copy: into.build(), census, entries };
+  return { copy: into.build(), census, entries, hash: hash.digest('hex') };
 }
 
 export type LookupCheck = LookupFileResult | 'unchanged' | 'still-failing';
@@ -196,20 +205,19 @@ export class LookupFileWatcher {
     if (signature === 'not-a-file') throw new LookupFileError(this.file, undefined, 'not a regular file');
     if (signature.startsWith('error:')) throw new LookupFileError(this.file, undefined, `cannot read the lookup file (${signature.slice(6)})`);
     if (size > MAX_LOOKUP_FILE_BYTES) throw new LookupFileError(this.file, undefined, `larger than ${MAX_LOOKUP_FILE_BYTES} bytes`);
-    let bytes: Buffer;
+    // read as it streams (never whole); the hash comes with the entries
+    let result: LookupFileResult;
     try {
-      bytes = await readFile(this.file);
+      result = await parseLookupStream(this.kind, this.file, createReadStream(this.file, { highWaterMark: 256 * 1024 }), this.format, this.maxItems, this.fields);
     } catch (err) {
-      this.signature = undefined; // read again next time
-      throw new LookupFileError(this.file, undefined, `cannot read the lookup file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      if (err instanceof LookupFileError && err.line === undefined && /cannot read/.test(err.message)) this.signature = undefined; // read again next time
+      throw err;
     }
-    const hash = createHash('sha256').update(bytes).digest('hex');
-    if (hash === this.hash) {
-      this.failed = false; // back to the content of the last good copy
+    if (result.hash === this.hash) {
+      this.failed = false; // the content of the last good copy (touched, or back to it): nothing new
       return undefined;
     }
-    const result = await parseLookupFile(this.kind, this.file, bytes.toString('utf8'), this.format, this.maxItems, this.fields);
-    this.hash = hash;
+    this.hash = result.hash;
     return result;
   }
 }
