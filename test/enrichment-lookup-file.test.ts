@@ -185,6 +185,22 @@ describe('the refresher with lookup files', () => {
     expect(sink.last!.sites).toEqual(good.sites);
   });
 
+  it('users that fail do not hold back sites that load: loaded with the sites, the users retried', async () => {
+    const dir = work();
+    writeFileSync(join(dir, 'sites.csv'), `id,name\n${SITE_A},Finance\n`);
+    const config = enrichmentConfigSchema.parse({ users: { file: 'missing.csv' }, sites: { file: 'sites.csv' }, fileCheckInterval: '100ms' });
+    const refresher = createEnrichmentRefresher({ tenantId: 'acme', config, sourceConfigs: [], sources: [], baseDir: dir, env: {}, log: silentLogger() });
+    refreshers.push(refresher);
+    const sink = new RecordingSink();
+    refresher.start(sink);
+    expect(await refresher.waitForFirstLoad(10_000, new AbortController().signal)).toBe(false); // not everything
+    await refresher.published();
+    expect(sink.last).toMatchObject({ status: 'loaded', users: [], sites: [{ id: SITE_A, name: 'Finance' }] });
+    replace(join(dir, 'missing.csv'), 'id,name\nu1,ada\n');
+    await waitFor('the users once their file is there', () => sink.last!.users.length === 1, 10_000);
+    expect(sink.last!.sites).toEqual([{ id: SITE_A, name: 'Finance' }]);
+  });
+
   it('a missing file: pending after initialWait, loaded once the file appears', async () => {
     const dir = work();
     const config = enrichmentConfigSchema.parse({ users: { file: 'later.ndjson' }, fileCheckInterval: '100ms', initialWait: '200ms' });

@@ -3,8 +3,9 @@
  * from TCM or a lookup file, loaded when the tenant opens and again on their interval, and
  * published to the encode pool (a ReferenceDataSink, src/mapping/reference-data.ts).
  *
- * - Before the first load the data is published as `pending`; once every configured kind
- *   loaded once, as `loaded`. The tenant's sources wait for the first load at most
+ * - Before the first load the data is published as `pending`; once every configured kind was
+ *   tried once and one of them loaded, as `loaded` (users are used although the sites failed,
+ *   and the other way round; the one that failed is retried). The tenant's sources wait for the first load at most
  *   `initialWait` (waitForFirstLoad); records read before it are sent without the names.
  * - A load that fails keeps the last good copy (nothing is published); a TCM list is tried
  *   again with backoff (from 30 s, at most the refresh interval), a lookup file at its next
@@ -205,8 +206,12 @@ export class EnrichmentRefresher {
   async current(): Promise<ReferenceData> {
     const users = this.states.get('users')?.copy;
     const sites = this.states.get('sites')?.copy;
-    const loaded = this.loaded;
-    const loadedAtMs = loaded ? Math.min(...[...this.states.values()].map((s) => s.loadedAtMs)) : 0;
+    // `loaded` once every kind was tried and one has a copy: users that loaded are used although
+    // the sites failed (and the other way round); the failing kind is retried meanwhile
+    const states = [...this.states.values()];
+    const withCopy = states.filter((st) => st.copy !== undefined);
+    const loaded = withCopy.length > 0 && states.every((st) => st.attempted);
+    const loadedAtMs = loaded ? Math.min(...withCopy.map((st) => st.loadedAtMs)) : 0;
     return {
       status: loaded ? 'loaded' : 'pending',
       users: users?.kind === 'users' ? await users.users.toReferencesInSlices() : [],
@@ -323,7 +328,10 @@ export class EnrichmentRefresher {
       }
       if (!state.attempted) {
         state.attempted = true;
-        if ([...this.states.values()].every((s) => s.attempted)) this.firstAttemptsDone();
+        if ([...this.states.values()].every((s) => s.attempted)) {
+          this.publish(); // the status may be `loaded` now, with the kinds that did load
+          this.firstAttemptsDone();
+        }
       }
       let delay = loader.intervalMs;
       if (ok) backoff?.reset();
