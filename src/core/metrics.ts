@@ -26,6 +26,16 @@ export interface PipelineMetrics {
   readonly unknownAttributes: Counter<'tenant' | 'event_type' | 'attribute'>;
 }
 
+/** The instruments of a tenant's enrichment data (docs/enrichment.md, Metrics): refreshes, entries loaded, and the data's age. */
+export interface EnrichmentMetrics {
+  /** Loads of a tenant's users or sites, by result (`success`, `failure`); a lookup file found unchanged is not counted. */
+  readonly enrichmentRefreshes: Counter<'tenant' | 'kind' | 'result'>;
+  /** Entries of the copy in use. */
+  readonly enrichmentEntries: Gauge<'tenant' | 'kind'>;
+  /** Seconds since the copy in use was last known current (read at each scrape from the function set here; undefined removes it). */
+  watchEnrichmentAge(tenant: string, kind: string, ageSeconds: (() => number | undefined) | undefined): void;
+}
+
 /** What a source reports besides the pipeline's counts: its requests and the newest partition it reached. */
 export interface SourceMetrics {
   request(operation: string): void;

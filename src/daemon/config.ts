@@ -19,6 +19,7 @@ import { substituteEnvInYaml } from '../core/env-substitution.js';
 import { durationSchema } from '../core/duration.js';
 import { parseListenAddress } from './http-server.js';
 import { parseCidr } from './address-ranges.js';
+import { enrichmentConfigSchema, enrichmentTcm } from './enrichment-config.js';
 import { RESERVED_RESOURCE_ATTRIBUTES } from '../mapping/attribute-names.js';
 
 /** Tenant ids name directories under the state dir: no path separators, no dot names. */
@@ -52,6 +53,8 @@ export const tenantConfigSchema = z
     destinations: z.array(destinationConfigSchema).min(1, 'a tenant needs at least one destination'),
     /** Per-tenant mapping overrides file. */
     mappings: z.string().min(1).optional(),
+    /** Users and sites records are enriched with (docs/enrichment.md). */
+    enrichment: enrichmentConfigSchema.optional(),
     /** What the OTel resource of the tenant's records carries besides what the mapping puts there. */
     resource: tenantResourceSchema.optional(),
   })
@@ -124,6 +127,8 @@ export const configSchema = z
     cfg.tenants.forEach((t, i) => {
       if (seen.has(t.id)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'id'], message: `duplicate tenant id '${t.id}'` });
       seen.add(t.id);
+      const tcm = t.enrichment ? enrichmentTcm(t.enrichment, t.sources) : undefined;
+      if (typeof tcm === 'string') ctx.addIssue({ code: 'custom', path: ['tenants', i, 'enrichment', ...(t.enrichment?.tcm ? ['tcm'] : [])], message: tcm });
     });
   });
 export type DaemonConfig = z.infer<typeof configSchema>;

@@ -34,6 +34,7 @@ import { planChanges, preparePlan, type Plan, type ReloadOutcome, type TenantPla
 import { readiness, refreshGauges, sourceProgress, type SourceProgressView } from './status-views.js';
 import { TenantLocks } from './tenant-locks.js';
 import { TenantSupervisor, type TenantSlot } from './tenant-supervisor.js';
+import { EnrichmentCache } from './enrichment-refresher.js';
 
 export { ONCE_DEFAULT_RETRY_MS, pipelineSettings, type ReloadOutcome } from './reload-plan.js';
 export type { SourceProgressView } from './status-views.js';
@@ -69,6 +70,8 @@ export class Daemon {
   private lastReload: { at: number; ok: boolean; error?: string } | undefined;
   /** The lock of every tenant state folder this process uses. */
   private readonly locks: TenantLocks;
+  /** Each tenant's last good enrichment copies, for its next runtime (a restart after a failure). */
+  private readonly enrichmentCache = new EnrichmentCache();
 
   constructor(private readonly options: DaemonOptions) {
     this.env = options.env ?? process.env;
@@ -226,6 +229,7 @@ export class Daemon {
     // stop what changed or went away (in parallel, each with the grace period), then start anew
     await Promise.all([...outcome.changed, ...outcome.removed].map((id) => this.tenants.stop(this.slots.get(id)!)));
     for (const id of outcome.removed) this.tenants.remove(id);
+    for (const id of outcome.removed) this.enrichmentCache.delete(id);
     if (pool !== oldPool) this.retire(oldPool);
     this.health.prune(plan);
     this.releaseUnusedLocks(plan);
@@ -303,6 +307,7 @@ export class Daemon {
       env: this.env,
       wrapDestination: (d, cfg) => this.health.observe(tp.config.id, d, cfg),
       failureGraceMs: this.deliveryGraceMs,
+      enrichmentCache: this.enrichmentCache,
     });
   }
 

@@ -11,7 +11,7 @@
  * (or object key), capped; attribute: the records' field names, capped (and by the drift limit);
  * reason: the dead-letter reason's opening words (reasonLabel), capped.
  */
-import type { PipelineMetrics } from '../core/metrics.js';
+import type { EnrichmentMetrics, PipelineMetrics } from '../core/metrics.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type LabelValues } from 'prom-client';
 
 /** Labels whose values come from the data. */
@@ -84,7 +84,7 @@ function withDataLabelCap<T extends string>(counter: Counter<T>, cap: DataLabelC
   return counter;
 }
 
-export class DaemonMetrics implements PipelineMetrics {
+export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
   readonly registry = new Registry();
   readonly eventsRead: Counter<'tenant' | 'source'>;
   readonly eventsExported: Counter<'tenant' | 'destination'>;
@@ -114,6 +114,10 @@ export class DaemonMetrics implements PipelineMetrics {
   readonly unknownEventTypes: Counter<'tenant' | 'event_type'>;
   readonly unknownAttributes: Counter<'tenant' | 'event_type' | 'attribute'>;
   readonly labelValuesCapped: Counter<'tenant' | 'label'>;
+  readonly enrichmentRefreshes: Counter<'tenant' | 'kind' | 'result'>;
+  readonly enrichmentEntries: Gauge<'tenant' | 'kind'>;
+  readonly enrichmentDataAge: Gauge<'tenant' | 'kind'>;
+  private readonly enrichmentAges = new Map<string, { tenant: string; kind: string; age: () => number | undefined }>();
   /** The cap on the values of the labels that come from the data. */
   readonly dataLabels: DataLabelCap;
 
@@ -149,7 +153,32 @@ export class DaemonMetrics implements PipelineMetrics {
     this.buildInfo = new Gauge({ name: 'tao_build_info', help: "The connector's version and the Node.js version it runs on (always 1)", labelNames: ['version', 'node_version'], registers });
     this.configLastReloadSuccessful.set(1);
     this.unknownEventTypes = capped({ name: 'tao_unknown_event_types_total', help: 'Records of event types no mapping file describes', labelNames: ['tenant', 'event_type'], registers });
+    this.enrichmentRefreshes = new Counter({ name: 'tao_enrichment_refreshes_total', help: "Loads of a tenant's enrichment users or sites (TCM or lookup file), by result (success, failure)", labelNames: ['tenant', 'kind', 'result'], registers });
+    this.enrichmentEntries = new Gauge({ name: 'tao_enrichment_entries', help: 'Users or sites in the enrichment copy in use', labelNames: ['tenant', 'kind'], registers });
+    const ages = this.enrichmentAges;
+    this.enrichmentDataAge = new Gauge({
+      name: 'tao_enrichment_data_age_seconds',
+      help: 'Seconds since the enrichment users or sites in use were last loaded (a lookup file: last found unchanged); grows while refreshes fail',
+      labelNames: ['tenant', 'kind'],
+      registers,
+      collect() {
+        for (const { tenant, kind, age } of ages.values()) {
+          const v = age();
+          if (v === undefined) this.remove({ tenant, kind });
+          else this.set({ tenant, kind }, v);
+        }
+      },
+    });
     this.unknownAttributes = capped({ name: 'tao_unknown_attributes_total', help: 'Records carrying attributes their mapping file does not document', labelNames: ['tenant', 'event_type', 'attribute'], registers });
+  }
+
+  watchEnrichmentAge(tenant: string, kind: string, ageSeconds: (() => number | undefined) | undefined): void {
+    const key = `${tenant}\u0000${kind}`;
+    if (ageSeconds) this.enrichmentAges.set(key, { tenant, kind, age: ageSeconds });
+    else {
+      this.enrichmentAges.delete(key);
+      this.enrichmentDataAge.remove({ tenant, kind });
+    }
   }
 
   private defaultsOn = false;

@@ -31,6 +31,7 @@ import { deliver, type RetryPolicy } from '../export/delivery.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { uidPrefixFor } from '../sources/source.js';
 import { EncodeWorkerPool } from '../pipeline/worker-pool.js';
+import { referenceSinkOf, startEnrichmentFor } from './enrichment-refresher.js';
 import type { ChunkSegment } from '../pipeline/chunk-processor.js';
 import { deadLetterFiles, keyInfoOfLetter, readDeadLetterFile, ReplayRecordStore, type BadLineLetter, type RejectedBatchLetter, type StoredLetter } from '../pipeline/dead-letter-store.js';
 import { reasonLabel } from '../pipeline/source-runner.js';
@@ -359,10 +360,13 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
   /** `<destination>\n<uidPrefix>:<line>` of the records taken on in this run: a record is sent once per run. */
   const queued = new Set<string>();
 
+  // the tenant's users and sites (enrichment), loaded once the first records are to be sent
+  let enrichment: ReturnType<typeof startEnrichmentFor> | undefined;
   const flush = async (key: string): Promise<void> => {
     const g = groups.get(key);
     if (!g || g.items.length === 0) return;
     groups.delete(key);
+    if (!options.dryRun) await (enrichment ??= startEnrichmentFor(tenant, { baseDir: job.loaded.baseDir, env: job.env, log: job.log }, referenceSinkOf(pool, job.log), signal));
     await sendGroup(g, { tenant, pool, targets, replayed, report, settings, signal, dryRun: options.dryRun, log: job.log });
   };
 
@@ -456,6 +460,7 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
     }
   } finally {
     replayed.close();
+    await (await enrichment?.catch(() => undefined))?.stop();
     await pool.close();
     await Promise.all([...targets.values()].map((t) => t.destination.shutdown().catch(() => undefined)));
   }

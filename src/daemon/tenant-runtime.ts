@@ -23,6 +23,7 @@ import { CheckpointSaver, SourceRunner, type PipelineSettings, type TenantContex
 import type { Logger } from './logger.js';
 import type { DaemonMetrics } from './metrics.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
+import { createEnrichmentRefresher, referenceSinkOf, type EnrichmentCache, type EnrichmentRefresher } from './enrichment-refresher.js';
 import type { ProcessorTenant } from '../pipeline/chunk-processor.js';
 
 export interface TenantRuntimeOptions {
@@ -41,6 +42,8 @@ export interface TenantRuntimeOptions {
    * aborted (default 5 s). Their batches are not acknowledged then: the next start sends them again.
    */
   failureGraceMs?: number;
+  /** The daemon's enrichment copies of earlier runtimes of its tenants (a restarted tenant keeps its names). */
+  enrichmentCache?: EnrichmentCache;
 }
 
 /** How long closing waits for a destination's own shutdown (requests it still has open are abandoned). */
@@ -54,6 +57,8 @@ export class TenantRuntime {
   runners: SourceRunner[] = [];
   deadLetters: DeadLetterStore | undefined;
   checkpoints: CheckpointSaver | undefined;
+  /** The tenant's enrichment data (its `enrichment:` block), loaded in the background from `open()` on. */
+  readonly enrichment: EnrichmentRefresher | undefined;
   private ctx: TenantContext | undefined;
   private readonly deliveryAbort = new AbortController();
   private readonly log: Logger;
@@ -81,6 +86,14 @@ export class TenantRuntime {
     } catch (err) {
       void disposeAll(built.destinations, built.sources);
       throw err;
+    }
+    if (config.enrichment) {
+      try {
+        this.enrichment = createEnrichmentRefresher({ tenantId: config.id, config: config.enrichment, sourceConfigs: config.sources, sources: built.sources, baseDir: options.baseDir, env: options.env ?? process.env, log: this.log, metrics: options.metrics, cache: options.enrichmentCache });
+      } catch (err) {
+        void disposeAll(built.destinations, built.sources);
+        throw err;
+      }
     }
     this.destinations = built.destinations;
     this.sources = built.sources;
@@ -113,21 +126,31 @@ export class TenantRuntime {
     this.deadLetters = deadLetters;
     this.checkpoints = checkpoints;
     this.ctx = ctx;
+    if (this.enrichment) this.enrichment.start(referenceSinkOf(pool, this.log));
+    else options.enrichmentCache?.delete(this.id); // enrichment taken out of the tenant's config: the kept copy goes
   }
 
   /** Hand the following batches to another encode pool (after a config reload); batches already handed over finish where they are. */
   setPool(pool: EncodeWorkerPool): void {
     if (this.ctx) this.ctx.pool = pool;
+    if (this.ctx) this.enrichment?.setSink(referenceSinkOf(pool, this.log));
   }
 
   /** Read everything available now and wait for it to be acknowledged. */
   async runOnce(readSignal: AbortSignal): Promise<void> {
+    await this.enrichmentLoaded(readSignal);
     await this.runAll(readSignal, (r, signal) => r.drain(signal));
   }
 
   /** Poll all sources until the read signal aborts. */
   async run(readSignal: AbortSignal): Promise<void> {
+    await this.enrichmentLoaded(readSignal);
     await this.runAll(readSignal, (r, signal) => r.run(signal));
+  }
+
+  /** The sources start once the enrichment data loaded, or after `initialWait`. */
+  private async enrichmentLoaded(readSignal: AbortSignal): Promise<void> {
+    if (this.enrichment && this.config.enrichment) await this.enrichment.waitForFirstLoad(this.config.enrichment.initialWait, readSignal);
   }
 
   /**
@@ -171,6 +194,8 @@ export class TenantRuntime {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // withdrawn from the pool (memory freed there) before the sources, whose TCM connection it may share, close
+    await this.enrichment?.stop();
     if (this.checkpoints) await this.checkpoints.flush();
     this.deadLetters?.close();
     // after the grace period, requests still open are abandoned rather than waited for

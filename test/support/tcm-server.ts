@@ -4,7 +4,11 @@
  *
  * - `POST /api/v1/pat/login` `{"token"}` → `{sessionToken, userId, tenantId, sessionExpiration}`;
  *   a wrong token answers 401 with the token echoed in the body (to prove clients never quote it).
- * - `GET /api/v1/tenants/{t}/sites` → the configured sites, in one of several shapes.
+ * - `GET /api/v1/tenants/{t}/sites` → the configured sites, in one of several shapes; with
+ *   `siteDetails`, those items instead, paged like the users.
+ * - `GET /api/v1/tenants/{t}/users?maxResults&pageToken` → `{"users": [...], pageToken|nextPageToken}`,
+ *   the `users` items as given (so a test can leave fields out), pages of at most `maxResults`
+ *   (and `pageSize`); a page token is only good for the list it came from.
  * - `GET /api/v1/tenants/{t}[/sites/{s}]/activitylog?startTime&endTime&pageSize&pageToken&eventType`
  *   → files whose availability time is in [startTime, endTime), paged; windows longer than
  *   `maxWindowMs` (7 days by default, as the real API) answer 400.
@@ -27,7 +31,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 
-export type TcmRequestKind = 'login' | 'sites' | 'list' | 'urls' | 'download' | 'redirect' | 'other';
+export type TcmRequestKind = 'login' | 'sites' | 'users' | 'list' | 'urls' | 'download' | 'redirect' | 'other';
 
 export interface TcmServerFile {
   /** Site id, or undefined for a tenant file. */
@@ -62,6 +66,10 @@ export interface TcmServerOptions {
   inclusiveEnd?: boolean;
   /** Serve /storage and /redirect on a second port (`storageUrl`), not the API's. */
   separateStorage?: boolean;
+  /** The tenant's users (`GET …/users`), served as given. */
+  users?: Array<Record<string, unknown>>;
+  /** The sites `GET …/sites` serves as given, paged (instead of the items built from `sites`). */
+  siteDetails?: Array<Record<string, unknown>>;
 }
 
 export interface TcmRequestRecord {
@@ -97,7 +105,7 @@ export interface TcmServer {
   url: string;
   /** Where the download URLs point: `url`, or the second port with `separateStorage`. */
   storageUrl: string;
-  options: Required<Omit<TcmServerOptions, 'sites'>> & { sites: string[] };
+  options: Required<Omit<TcmServerOptions, 'sites' | 'users' | 'siteDetails'>> & { sites: string[]; users: Array<Record<string, unknown>>; siteDetails: Array<Record<string, unknown>> | undefined };
   requests: TcmRequestRecord[];
   publish(...files: TcmServerFile[]): void;
   files(): TcmServerFile[];
@@ -105,6 +113,10 @@ export interface TcmServer {
   expireSessionsAfterCalls(n: number | null): void;
   /** The next requests of this kind get these answers (one each), before anything else is checked. */
   respondNext(kind: TcmRequestKind, ...responses: QueuedTcmResponse[]): void;
+  /** Drop the answers still queued for this kind (the server answers normally again). */
+  clearQueued(kind: TcmRequestKind): void;
+  /** The first request of this kind whose query matches gets this answer (once), e.g. a later page of a list. */
+  respondWhen(kind: TcmRequestKind, match: (query: Record<string, string>) => boolean, response: QueuedTcmResponse): void;
   /** The first download of every file matching this answers 403 (an expired pre-signed URL). */
   refuseFirstDownload(match: (path: string) => boolean): void;
   overrideDownloadUrl(fn: DownloadUrlOverride | null): void;
@@ -144,11 +156,14 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
     separateStorage: false,
     ...opts,
     sites: opts.sites ?? [],
+    users: opts.users ?? [],
+    siteDetails: opts.siteDetails,
   };
   const requests: TcmRequestRecord[] = [];
   const stored: Array<TcmServerFile & { bytes: Buffer }> = [];
   const sessions = new Map<string, SessionState>();
   const queued = new Map<TcmRequestKind, QueuedTcmResponse[]>();
+  const conditional: Array<{ kind: TcmRequestKind; match: (query: Record<string, string>) => boolean; response: QueuedTcmResponse }> = [];
   const signatures = new Map<string, string>(); // signature → path
   const refusedOnce = new Set<string>();
   let refuseMatch: ((path: string) => boolean) | null = null;
@@ -185,6 +200,7 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
     else if (path.startsWith('/storage/')) record.kind = 'download';
     else if (path === '/redirect') record.kind = 'redirect';
     else if (path === `${tenantPrefix}/sites` && method === 'GET') record.kind = 'sites';
+    else if (path === `${tenantPrefix}/users` && method === 'GET') record.kind = 'users';
     else {
       const m = /^\/api\/v1\/tenants\/([^/]+)(?:\/sites\/([^/]+))?\/activitylog$/.exec(path);
       if (m) {
@@ -209,7 +225,8 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
     }
 
     const q = queued.get(record.kind);
-    const next = q?.shift();
+    const when = conditional.findIndex((c) => c.kind === record.kind && c.match(query));
+    const next = when >= 0 ? conditional.splice(when, 1)[0]!.response : q?.shift();
     if (next) {
       record.status = next.status;
       res.writeHead(next.status, { 'content-type': 'application/json', ...(next.headers ?? {}) });
@@ -276,6 +293,32 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
       return answer(401, { code: 'SESSION_EXPIRED', message: 'session expired or invalid' });
     }
     session.calls++;
+
+    if (record.kind === 'users' || (record.kind === 'sites' && options.siteDetails)) {
+      const kind = record.kind;
+      const all = kind === 'users' ? options.users : options.siteDetails!;
+      const asked = Number(query.maxResults ?? query.pageSize ?? options.pageSize) || options.pageSize;
+      const size = Math.max(1, Math.min(options.pageSize, asked));
+      let offset = 0;
+      let pageIndex = 0;
+      if (query.pageToken) {
+        try {
+          const t = JSON.parse(Buffer.from(query.pageToken, 'base64url').toString('utf8')) as { o: number; p: number; w: string };
+          if (t.w !== kind) return answer(400, { message: 'page token does not match the query' });
+          offset = t.o;
+          pageIndex = t.p;
+        } catch {
+          return answer(400, { message: 'bad page token' });
+        }
+      }
+      const body: Record<string, unknown> = { [kind]: all.slice(offset, offset + size) };
+      if (offset + size < all.length) {
+        const key = options.tokenKey === 'alternate' ? (pageIndex % 2 === 0 ? 'pageToken' : 'nextPageToken') : options.tokenKey;
+        body[key] = Buffer.from(JSON.stringify({ o: offset + size, p: pageIndex + 1, w: kind })).toString('base64url');
+        record.tokenKey = key;
+      }
+      return answer(200, body);
+    }
 
     if (record.kind === 'sites') {
       const items = options.sites.map((id, i) => ({ ...(options.siteListShape === 'object-siteUUID' ? { siteUUID: id } : { id }), name: `Site ${i}`, contentUrl: `site${i}`, instance: { id: 'pod-instance-not-a-site' } }));
@@ -371,6 +414,12 @@ export async function startTcmServer(opts: TcmServerOptions): Promise<TcmServer>
     },
     respondNext: (kind, ...responses) => {
       queued.set(kind, [...(queued.get(kind) ?? []), ...responses]);
+    },
+    clearQueued: (kind) => {
+      queued.delete(kind);
+    },
+    respondWhen: (kind, match, response) => {
+      conditional.push({ kind, match, response });
     },
     refuseFirstDownload: (match) => {
       refuseMatch = match;

@@ -16,6 +16,7 @@ import { tableauServer } from './tableau-server.js';
 import { tenantRestart, secondDaemon } from './daemon-state.js';
 import { googleSecOps } from './google-secops.js';
 import { sentinel } from './sentinel.js';
+import { enrichmentTcmDown } from './enrichment.js';
 
 export const SCENARIOS: Scenario[] = [
   kill9,
@@ -47,4 +48,5 @@ export const SCENARIOS: Scenario[] = [
   secondDaemon,
   googleSecOps,
   sentinel,
+  enrichmentTcmDown,
 ];

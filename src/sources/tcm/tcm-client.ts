@@ -39,7 +39,7 @@ import { sleep } from '../../core/sleep.js';
 import { DownloadPolicy, DownloadRefusedError, originOf } from './download-guard.js';
 import { TcmSessionAuth, type TcmSession } from './tcm-session-auth.js';
 
-export type TcmOperation = 'login' | 'list' | 'urls' | 'download' | 'sites';
+export type TcmOperation = 'login' | 'list' | 'urls' | 'download' | 'sites' | 'users';
 
 export const TCM_LOGIN_PATH = '/api/v1/pat/login';
 
@@ -53,6 +53,14 @@ export class TcmHttpError extends Error {
   ) {
     super(message);
     this.name = 'TcmHttpError';
+  }
+}
+
+/** An answer longer than `maxResponseBytes` (not read on). */
+export class TcmResponseTooLargeError extends TcmHttpError {
+  constructor(operation: TcmOperation, message: string) {
+    super(operation, undefined, message);
+    this.name = 'TcmResponseTooLargeError';
   }
 }
 
@@ -377,8 +385,8 @@ export class TcmClient {
     }
   }
 
-  private tooLarge(operation: TcmOperation, label: string, status: number): TcmHttpError {
-    return new TcmHttpError(operation, undefined, `tcm ${operation} ${label}: the response (HTTP ${status}) is larger than maxResponseBytes (${this.maxResponseBytes} bytes); not read on. Raise maxResponseBytes in the tcm source config if such answers are expected`);
+  private tooLarge(operation: TcmOperation, label: string, status: number): TcmResponseTooLargeError {
+    return new TcmResponseTooLargeError(operation, `tcm ${operation} ${label}: the response (HTTP ${status}) is larger than maxResponseBytes (${this.maxResponseBytes} bytes); not read on. Raise maxResponseBytes in the tcm source config if such answers are expected`);
   }
 
   /** A short, single-line excerpt of a response body with every secret removed (the transport's redactor). */

@@ -20,8 +20,6 @@
  *   listed in parts; a later poll always lists at least this far, so pruning never forgets a
  *   file that was read but lies beyond a shorter listing.
  */
-import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import type { Source, SourceObject } from '../source.js';
 import type { SourceContext } from '../source-descriptor.js';
 import type { SourceCheckpoint, ObjectProgress } from '../source-checkpoint.js';
@@ -29,6 +27,7 @@ import type { Logger } from '../../core/logger.js';
 import { parseObjectKey } from '../../decoding/object-key.js';
 import { TcmClient, TcmHttpError, type TcmRetrySettings } from './tcm-client.js';
 import { DownloadRefusedError } from './download-guard.js';
+import { readTcmPat } from './tcm-pat.js';
 import { tcmSourceId, type TcmSourceConfig } from './config.js';
 
 export { DEFAULT_TCM_URL, tcmSourceConfigSchema, type TcmSourceConfig } from './config.js';
@@ -424,22 +423,8 @@ export class TcmSource implements Source {
     return ids;
   }
 
-  private async readPat(): Promise<string> {
-    if (this.config.patEnv) {
-      const v = this.ctx.env[this.config.patEnv]?.trim();
-      if (!v) throw new Error(`tcm source ${this.id}: environment variable ${this.config.patEnv} (patEnv) is not set or empty`);
-      return v;
-    }
-    const file = resolve(this.ctx.baseDir, this.config.patFile!);
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (err) {
-      throw new Error(`tcm source ${this.id}: cannot read patFile ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
-    }
-    const v = text.trim();
-    if (!v) throw new Error(`tcm source ${this.id}: patFile ${file} is empty`);
-    return v;
+  private readPat(): Promise<string> {
+    return readTcmPat(this.config, this.ctx.baseDir, this.ctx.env, `tcm source ${this.id}`);
   }
 }
 

@@ -1,0 +1,223 @@
+/**
+ * Lookup files: a tenant's users or sites from a local file, for enrichment without a TCM PAT
+ * (docs/enrichment.md, "Lookup files"). One file per kind, CSV (a header row naming the
+ * columns; lines starting with `#` are comments) or NDJSON (one JSON object per line); the
+ * column / field names are the ones reference-records.ts reads (`id` or `userId`, `name`,
+ * `email`, `fullName`, `siteRoles` as `<site LUID>=<role>;…`, or a `siteId` + `siteRole` row
+ * per user and site; sites: `id` or `siteUUID`, `name`, `contentUrl`).
+ *
+ * The whole file is checked before it replaces anything: a line that is not valid (broken CSV
+ * quoting, a line that is not a JSON object, an entry without an id) fails the load with an
+ * error naming the file and the line, and the caller keeps the last good copy.
+ *
+ * {@link LookupFileWatcher} notices changes by size, mtime and inode, then by content hash (a
+ * file touched but not changed replaces nothing); a file that failed is not read again until it
+ * changes. The file is parsed as it streams in, never held whole in memory.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import { extname } from 'node:path';
+import { parse as parseCsv, type CsvError, type Info } from 'csv-parse';
+import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
+import { referenceBuilder, type ReferenceCopy } from './reference-copy.js';
+
+export type LookupFormat = 'csv' | 'ndjson';
+
+/** Larger lookup files are refused (read in one piece). */
+export const MAX_LOOKUP_FILE_BYTES = 256 * 1024 * 1024;
+
+/** The format a file name implies: `.csv`; `.ndjson`, `.jsonl`, `.json`. */
+export function lookupFormatOf(file: string): LookupFormat | undefined {
+  const ext = extname(file).toLowerCase();
+  if (ext === '.csv') return 'csv';
+  if (ext === '.ndjson' || ext === '.jsonl' || ext === '.json') return 'ndjson';
+  return undefined;
+}
+
+/** A lookup file that cannot be used; `line` is 1-based (undefined: the file as a whole). */
+export class LookupFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number | undefined,
+    problem: string,
+  ) {
+    super(line === undefined ? `${file}: ${problem}` : `${file}:${line}: ${problem}`);
+    this.name = 'LookupFileError';
+  }
+}
+
+export interface LookupFileResult {
+  copy: ReferenceCopy;
+  census: FieldCensus;
+  /** Entries read (before rows of the same id were merged and entries with nothing to add left out). */
+  entries: number;
+  /** sha256 of the bytes read. */
+  hash: string;
+}
+
+/** Parse a lookup file given as text (tests, small files); see parseLookupStream. */
+export function parseLookupFile(kind: ReferenceKind, file: string, text: string, format: LookupFormat, maxItems: number, fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS)): Promise<LookupFileResult> {
+  return parseLookupStream(kind, file, Readable.from([Buffer.from(text, 'utf8')]), format, maxItems, fields);
+}
+
+/**
+ * Parse a whole lookup file as it streams in (the file is never held whole), keeping only
+ * `fields`; rejects with a LookupFileError at the first bad line.
+ */
+export async function parseLookupStream(kind: ReferenceKind, file: string, input: AsyncIterable<Buffer>, format: LookupFormat, maxItems: number, fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS)): Promise<LookupFileResult> {
+  const census = new FieldCensus();
+  const into = referenceBuilder(kind, fields);
+  const hash = createHash('sha256');
+  let entries = 0;
+  const idNames = (kind === 'users' ? USER_FIELD_SOURCES : SITE_FIELD_SOURCES).id!;
+  const take = (item: Record<string, unknown>, line: number): void => {
+    census.add(item);
+    const ref = kind === 'users' ? userReferenceOf(item) : siteReferenceOf(item);
+    if (!ref) throw new LookupFileError(file, line, `no ${kind === 'users' ? 'user' : 'site'} id (a value under ${idNames.join(', ')})`);
+    entries++;
+    into.add(ref);
+    if (into.size > maxItems) throw new LookupFileError(file, line, `more than ${maxItems} ${kind} (${kind === 'users' ? 'maxUsers' : 'maxSites'} of enrichment)`);
+  };
+  async function* hashed(): AsyncGenerator<Buffer> {
+    let bytes = 0;
+    for await (const chunk of input) {
+      bytes += chunk.length;
+      if (bytes > MAX_LOOKUP_FILE_BYTES) throw new LookupFileError(file, undefined, `larger than ${MAX_LOOKUP_FILE_BYTES} bytes`);
+      hash.update(chunk);
+      yield chunk;
+    }
+  }
+
+  if (format === 'ndjson') {
+    const decoder = new StringDecoder('utf8');
+    let rest = '';
+    let lineNo = 0;
+    const line = (raw: string): void => {
+      lineNo++;
+      const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (text.trim() === '') return;
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch (err) {
+        throw new LookupFileError(file, lineNo, `not JSON: ${(err as Error).message}`);
+      }
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new LookupFileError(file, lineNo, 'not a JSON object');
+      take(value as Record<string, unknown>, lineNo);
+    };
+    for await (const chunk of hashed()) {
+      const text = rest + decoder.write(chunk);
+      let start = 0;
+      for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+        line(text.slice(start, nl));
+        start = nl + 1;
+      }
+      rest = text.slice(start);
+    }
+    rest += decoder.end();
+    if (rest !== '') line(rest);
+  } else {
+    const parser = parseCsv({ columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true });
+    const source = Readable.from(hashed());
+    let readError: unknown;
+    source.on('error', (err) => {
+      readError = err;
+      parser.destroy(err);
+    });
+    source.pipe(parser);
+    let headerChecked = false;
+    try {
+      for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: Info }>) {
+        if (!headerChecked) {
+          headerChecked = true;
+          if (!Object.keys(row.record).some((n) => idNames.includes(n))) throw new LookupFileError(file, 1, `the header has no id column (one of ${idNames.join(', ')})`);
+        }
+        take(row.record, row.info.lines);
+      }
+    } catch (err) {
+      source.destroy();
+      const e = (readError ?? err) as CsvError & { lines?: number };
+      if (e instanceof LookupFileError) throw e;
+      if (typeof e.code === 'string' && e.code.startsWith('CSV_')) {
+        throw new LookupFileError(file, typeof e.lines === 'number' ? e.lines : undefined, `not valid CSV: ${e.message.replace(/ (at|on) line \d+\.?$/, '')}`);
+      }
+      throw new LookupFileError(file, undefined, `cannot read the lookup file (${(e as NodeJS.ErrnoException).code ?? e.message})`);
+    }
+  }
+  return { copy: into.build(), census, entries, hash: hash.digest('hex') };
+}
+
+export type LookupCheck = LookupFileResult | 'unchanged' | 'still-failing';
+
+/** Loads a lookup file again when it changed. */
+export class LookupFileWatcher {
+  /** Size, mtime and inode of the last file looked at (loaded or failed). */
+  private signature: string | undefined;
+  private hash: string | undefined;
+  /** Whether the file as last looked at failed to load. */
+  private failed = false;
+
+  constructor(
+    readonly kind: ReferenceKind,
+    readonly file: string,
+    readonly format: LookupFormat,
+    private readonly maxItems: number,
+    private readonly fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS),
+  ) {}
+
+  /**
+   * `unchanged`: the file is as it was when it last loaded; `still-failing`: as it was when it
+   * last failed (not read again); else its entries. Throws LookupFileError when it is missing or
+   * not valid.
+   */
+  async check(): Promise<LookupCheck> {
+    try {
+      const r = await this.look();
+      if (r !== undefined) this.failed = false;
+      return r === undefined ? (this.failed ? 'still-failing' : 'unchanged') : r;
+    } catch (err) {
+      this.failed = true;
+      throw err;
+    }
+  }
+
+  private async look(): Promise<LookupFileResult | undefined> {
+    let signature: string;
+    let size: number;
+    try {
+      const st = await stat(this.file);
+      if (!st.isFile()) {
+        signature = 'not-a-file';
+        size = 0;
+      } else {
+        signature = `${st.size}:${st.mtimeMs}:${st.ino}`;
+        size = st.size;
+      }
+    } catch (err) {
+      signature = `error:${(err as NodeJS.ErrnoException).code ?? 'unknown'}`;
+      size = 0;
+    }
+    if (signature === this.signature) return undefined;
+    this.signature = signature;
+    if (signature === 'not-a-file') throw new LookupFileError(this.file, undefined, 'not a regular file');
+    if (signature.startsWith('error:')) throw new LookupFileError(this.file, undefined, `cannot read the lookup file (${signature.slice(6)})`);
+    if (size > MAX_LOOKUP_FILE_BYTES) throw new LookupFileError(this.file, undefined, `larger than ${MAX_LOOKUP_FILE_BYTES} bytes`);
+    // read as it streams (never whole); the hash comes with the entries
+    let result: LookupFileResult;
+    try {
+      result = await parseLookupStream(this.kind, this.file, createReadStream(this.file, { highWaterMark: 256 * 1024 }), this.format, this.maxItems, this.fields);
+    } catch (err) {
+      if (err instanceof LookupFileError && err.line === undefined && /cannot read/.test(err.message)) this.signature = undefined; // read again next time
+      throw err;
+    }
+    if (result.hash === this.hash) {
+      this.failed = false; // the content of the last good copy (touched, or back to it): nothing new
+      return undefined;
+    }
+    this.hash = result.hash;
+    return result;
+  }
+}
