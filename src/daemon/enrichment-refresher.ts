@@ -459,22 +459,9 @@ export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRef
   });
 }
 
-/**
- * The pool as the enrichment data's sink. EncodeWorkerPool implements ReferenceDataSink (the
- * enrichment join); a pool without it cannot take the data (said once, not thrown).
- */
-export function referenceSinkOf(pool: EncodeWorkerPool, log: Logger): ReferenceDataSink {
-  const p = pool as EncodeWorkerPool & Partial<ReferenceDataSink>;
-  let warned = false;
-  return {
-    publishReferenceData: (tenantId, data) => {
-      if (typeof p.publishReferenceData === 'function') p.publishReferenceData(tenantId, data);
-      else if (!warned) {
-        warned = true;
-        log.warn({}, "this build's encode pool does not take enrichment data: records are sent without the names");
-      }
-    },
-  };
+/** The pool as the enrichment data's sink (EncodeWorkerPool implements ReferenceDataSink). */
+export function referenceSinkOf(pool: EncodeWorkerPool): ReferenceDataSink {
+  return pool;
 }
 
 /**

@@ -366,7 +366,7 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
     const g = groups.get(key);
     if (!g || g.items.length === 0) return;
     groups.delete(key);
-    if (!options.dryRun) await (enrichment ??= startEnrichmentFor(tenant, { baseDir: job.loaded.baseDir, env: job.env, log: job.log }, referenceSinkOf(pool, job.log), signal));
+    if (!options.dryRun) await (enrichment ??= startEnrichmentFor(tenant, { baseDir: job.loaded.baseDir, env: job.env, log: job.log }, referenceSinkOf(pool), signal));
     await sendGroup(g, { tenant, pool, targets, replayed, report, settings, signal, dryRun: options.dryRun, log: job.log });
   };
 

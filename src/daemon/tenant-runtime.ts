@@ -126,14 +126,14 @@ export class TenantRuntime {
     this.deadLetters = deadLetters;
     this.checkpoints = checkpoints;
     this.ctx = ctx;
-    if (this.enrichment) this.enrichment.start(referenceSinkOf(pool, this.log));
+    if (this.enrichment) this.enrichment.start(referenceSinkOf(pool));
     else options.enrichmentCache?.delete(this.id); // enrichment taken out of the tenant's config: the kept copy goes
   }
 
   /** Hand the following batches to another encode pool (after a config reload); batches already handed over finish where they are. */
   setPool(pool: EncodeWorkerPool): void {
     if (this.ctx) this.ctx.pool = pool;
-    if (this.ctx) this.enrichment?.setSink(referenceSinkOf(pool, this.log));
+    if (this.ctx) this.enrichment?.setSink(referenceSinkOf(pool));
   }
 
   /** Read everything available now and wait for it to be acknowledged. */
