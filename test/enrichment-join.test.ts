@@ -127,6 +127,34 @@ describe('the join, through the three protobuf mapping paths', () => {
     expect(Object.keys(same.attributes).filter((k) => k.startsWith('tableau.initiating_user.'))).toEqual([]);
   });
 
+  it("a user target without its own name field gets the looked-up name as tableau.target.name; a record's own name wins", () => {
+    const looked = mapped('hist_delete_user', 'site', { actorUserLuid: ADA, userLuid: GRACE });
+    expect(looked.attributes['tableau.target.type']).toBe('user');
+    expect(looked.attributes['tableau.target.user.id']).toBe(GRACE);
+    expect(looked.attributes['tableau.target.name']).toBe('grace');
+    const own = mapped('hist_delete_user', 'site', { actorUserLuid: ADA, userLuid: GRACE, name: 'grace.h@example.com' });
+    expect(own.attributes['tableau.target.name']).toBe('grace.h@example.com');
+    // not a user target: no target name from the lookup
+    const group = mapped('hist_add_user_to_group', 'site', { actorUserLuid: ADA, userLuid: GRACE, groupLuid: 'g-1' });
+    expect(group.attributes['tableau.target.user.name']).toBe('grace');
+    expect(group.attributes['tableau.target.type']).not.toBe('user');
+    expect(group.attributes['tableau.target.name']).not.toBe('grace');
+  });
+
+  it("an override of the target user's name reaches tableau.target.name from the lookup", () => {
+    const dir = tempDir();
+    const file = join(dir, 'overrides.yaml');
+    writeFileSync(file, 'attributes:\n  drop: [tableau.target.user.name]\n');
+    const p = new ChunkProcessor({ catalog, scope, tenants: [{ id: 't1', overridesFile: file }] });
+    p.setReference('t1', { status: 'loaded', buffer: buildReferenceTable(DATA) });
+    const task = taskOf([{ actorUserLuid: ADA, userLuid: GRACE }], [HEC]);
+    task.segments[0]!.keyInfo = parseObjectKey(keyOf('hist_delete_user', 'site'));
+    const [hec] = hecEvents(p.process(task).payloads[0]![0]!);
+    expect(hec!.event.attributes['tableau.target.user.id']).toBe(GRACE);
+    expect(hec!.event.attributes).not.toHaveProperty(['tableau.target.user.name']);
+    expect(hec!.event.attributes).not.toHaveProperty(['tableau.target.name']);
+  });
+
   it('a user the data does not know, or knows without names, keeps the LUID in the body and gets nothing added', () => {
     const unknown = mapped('hist_download_workbook', 'site', { actorUserLuid: STRANGER, name: 'Q', workbookLuid: 'wb-1' });
     expect(unknown.body).toBe(`user ${STRANGER} downloaded workbook Q wb-1`);

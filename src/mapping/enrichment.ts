@@ -8,7 +8,7 @@
 import type { AttrValue } from './log-record.js';
 import type { FoundUser, ReferenceTable } from './reference-table.js';
 import { NamedUser } from './body-template.js';
-import { RESOURCE_SITE_CONTENT_URL, RESOURCE_SITE_NAME } from './attribute-names.js';
+import { ATTR_TARGET_NAME, RESOURCE_SITE_CONTENT_URL, RESOURCE_SITE_NAME } from './attribute-names.js';
 import { ATTR_USER_EMAIL, ATTR_USER_FULL_NAME, ATTR_USER_NAME, ATTR_USER_ROLES } from './semantic-conventions.js';
 
 /** A tenant's reference data as a mapper sees it: none configured, configured but not loaded yet, or loaded. */
@@ -51,14 +51,16 @@ export const ENRICHED_ATTRIBUTES: readonly string[] = [TARGET_USER, INITIATING_U
  * the tenant's overrides: `hash: [user.email]` hashes every e-mail the lookup adds, not only the
  * actor's (name `tableau.target.user.email` to hash only that one).
  */
-export const ENRICHED_ALIASES: ReadonlyMap<string, readonly string[]> = new Map(
-  [TARGET_USER, INITIATING_USER].flatMap((n) => [
+export const ENRICHED_ALIASES: ReadonlyMap<string, readonly string[]> = new Map([
+  ...[TARGET_USER, INITIATING_USER].flatMap((n): Array<[string, readonly string[]]> => [
     [n.name, [ACTOR_USER.name]],
     [n.email, [ACTOR_USER.email]],
     [n.fullName, [ACTOR_USER.fullName]],
     [n.roles, [ACTOR_USER.roles]],
   ]),
-);
+  // a user target's name, when the lookup gave it: the target user's name
+  [ATTR_TARGET_NAME, [TARGET_USER.name, ACTOR_USER.name]],
+]);
 
 /** Where the join writes (the mapper's attribute sink). */
 export interface EnrichmentSink {
@@ -72,6 +74,8 @@ export interface EnrichmentInput {
   actor: AttrValue | undefined;
   /** `tableau.target.user.id` as mapped. */
   target: AttrValue | undefined;
+  /** The type's target is that user (`target.type: user`): a record without `tableau.target.name` gets the user's name there. */
+  targetIsUser?: boolean;
   /** The record's `initiatingUserLuid` (site records). */
   initiating: unknown;
   /** The record's site (its resource's `tableau.site_luid`). */
@@ -93,6 +97,7 @@ export function enrichRecord(table: ReferenceTable, sink: EnrichmentSink, input:
     const u = table.user(target);
     if (u) {
       addUser(sink, TARGET_USER, u, siteLuid);
+      if (input.targetIsUser && u.name !== undefined && !sink.has(ATTR_TARGET_NAME)) sink.set(ATTR_TARGET_NAME, u.name);
       found = true;
     }
   }

@@ -625,12 +625,13 @@ export class RecordMapper {
   }
 
   /** The join of a mapped record with the tenant's loaded reference data (enrichment.ts). */
-  private enrich(reference: Extract<TenantReference, { status: 'loaded' }>, head: { resource: ResourceDescriptor; rec: RecordFields; family: Family }, sink: AttributeSink, read: (outputName: string) => AttrValue | undefined): void {
+  private enrich(reference: Extract<TenantReference, { status: 'loaded' }>, head: { resource: ResourceDescriptor; rec: RecordFields; family: Family; plan: TypePlan }, sink: AttributeSink, read: (outputName: string) => AttrValue | undefined): void {
     const site = head.resource.attributes[this.prefix + 'site_luid'];
     const siteLuid = typeof site === 'string' ? site : undefined;
     enrichRecord(reference.table, sink, {
       actor: read(ATTR_USER_ID),
       target: read(ATTR_TARGET_USER_ID),
+      targetIsUser: head.plan.entry?.target?.type === 'user',
       // (the initiating user is named apart only under impersonation, which setIdentity marks)
       initiating: head.family === 'site' && sink.has(ATTR_IMPERSONATED) ? head.rec.get(INITIATING_USER_FIELD) : undefined,
       siteLuid,
