@@ -110,7 +110,7 @@ describe('run --once → google-secops', () => {
       const attrs = l.record.attributes as Record<string, unknown>;
       expect(attrs['user.id']).toBe(record.actorUserLuid);
       expect(typeof attrs['log.record.uid']).toBe('string');
-      expect((l.record.resource as Record<string, unknown>)['tableau.tenant.id']).toBe('acme');
+      expect((l.record.resource as Record<string, unknown>)['tableau_activity_otel.tenant']).toBe('acme');
       if (type === 'vizql_http_request') expect(attrs['client.address']).toBe(record.ipAddress);
       // the mapped record, not the raw Tableau line
       expect(l.dataText).not.toContain('"actorUserLuid"');
@@ -157,7 +157,7 @@ describe('run --once → google-secops', () => {
       expect(kidOf(r.authorization)).toBe(r.path.includes(INSTANCE_B) ? keyB.json.private_key_id : TEST_SA_KEY_ID);
     }
     for (const l of server.logs) {
-      const tenantId = (l.record.resource as Record<string, unknown>)['tableau.tenant.id'];
+      const tenantId = (l.record.resource as Record<string, unknown>)['tableau_activity_otel.tenant'];
       expect(l.parent.includes(INSTANCE_B) ? 'globex' : 'acme').toBe(tenantId);
       expect(seqOf(l) >= 100_000 ? 'globex' : 'acme').toBe(tenantId);
     }

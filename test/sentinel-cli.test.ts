@@ -91,7 +91,7 @@ describe.runIf(hasOpenssl())('sentinel through the CLI', () => {
     expect(ingestion.problems).toEqual([]);
     // the rows a KQL user queries
     const login = ingestion.rows.find((r) => r.EventType === 'login_authentication')!;
-    expect(login).toMatchObject({ EventName: 'tableau.login_authentication', TableauTenantId: 'acme', ServiceName: 'tableau-cloud', SiteLuid: expect.any(String), RecordId: expect.any(String) });
+    expect(login).toMatchObject({ EventName: 'tableau.login_authentication', ConnectorTenant: 'acme', ServiceName: 'tableau-cloud', SiteLuid: expect.any(String), RecordId: expect.any(String) });
     expect(login.TimeGenerated).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$/);
     // one sign-in for the whole run; every call carried the token Entra issued
     expect(entra.requests.map((r) => r.status)).toEqual([200]);
@@ -132,8 +132,8 @@ describe.runIf(hasOpenssl())('sentinel through the CLI', () => {
       const seqs = (rows: Array<Record<string, unknown>>): unknown[] => rows.map((r) => (r.Attributes as Record<string, unknown>)['tableau.test_seq']).sort((a, b) => Number(a) - Number(b));
       expect(seqs(ingestion.rows)).toEqual(acme.records.map((r) => r.record.testSeq));
       expect(seqs(other.rows)).toEqual(globex.records.map((r) => r.record.testSeq));
-      expect(new Set(ingestion.rows.map((r) => r.TableauTenantId))).toEqual(new Set(['acme']));
-      expect(new Set(other.rows.map((r) => r.TableauTenantId))).toEqual(new Set(['globex']));
+      expect(new Set(ingestion.rows.map((r) => r.ConnectorTenant))).toEqual(new Set(['acme']));
+      expect(new Set(other.rows.map((r) => r.ConnectorTenant))).toEqual(new Set(['globex']));
     } finally {
       await other.close();
     }

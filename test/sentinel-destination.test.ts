@@ -45,7 +45,7 @@ function record(seq: number, extra: Partial<MappedLogRecord> = {}): MappedLogRec
     eventType: 'login_authentication',
     body: `user ${seq} signed in`,
     attributes: { 'user.id': `u${seq}`, 'user.email': `u${seq}@example.com`, 'client.address': '203.0.113.7', 'tableau.status': 'failure', 'log.record.uid': `uid-${seq}`, 'tableau.test_seq': seq, 'tableau.big': 12345678901234567890n },
-    resource: { key: 'r1', attributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'acme', 'tableau.site_luid': 'SITE-1' } },
+    resource: { key: 'r1', attributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'tableau-tenant-1', 'tableau_activity_otel.tenant': 'acme', 'tableau.site_luid': 'SITE-1' } },
     ...extra,
   };
 }
@@ -140,11 +140,12 @@ describe.runIf(hasOpenssl())('sentinel destination', () => {
       ClientIP: '203.0.113.7',
       RecordId: 'uid-1',
       SiteLuid: 'SITE-1',
-      TableauTenantId: 'acme',
+      TableauTenantId: 'tableau-tenant-1',
+      ConnectorTenant: 'acme',
       ServiceName: 'tableau-cloud',
       Body: 'user 1 signed in',
       Attributes: { 'user.id': 'u1', 'user.email': 'u1@example.com', 'client.address': '203.0.113.7', 'tableau.status': 'failure', 'log.record.uid': 'uid-1', 'tableau.test_seq': 1, 'tableau.big': 12345678901234567000 },
-      ResourceAttributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'acme', 'tableau.site_luid': 'SITE-1' },
+      ResourceAttributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 'tableau-tenant-1', 'tableau_activity_otel.tenant': 'acme', 'tableau.site_luid': 'SITE-1' },
     });
     // the big integer went as its digits (JSON.parse above rounds it; the wire has them all)
     expect(gunzipSync(Buffer.from(body!)).toString()).toContain('"tableau.big":12345678901234567890');

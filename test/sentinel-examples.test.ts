@@ -36,7 +36,7 @@ const FULL: MappedLogRecord = {
   eventType: 'login_authentication',
   body: 'signed in',
   attributes: { 'user.id': 'u', 'user.name': 'n', 'user.email': 'e', 'client.address': '10.0.0.1', 'user_agent.original': 'ua', 'log.record.uid': 'id', 'tableau.status': 'failure', 'tableau.site_luid': 's' },
-  resource: { key: 'r', attributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 't', 'tableau.site_luid': 's' } },
+  resource: { key: 'r', attributes: { 'service.name': 'tableau-cloud', 'tableau.tenant.id': 't', 'tableau_activity_otel.tenant': 'acme', 'tableau.site_luid': 's' } },
 };
 
 function kqlType(v: unknown): string {
@@ -128,7 +128,7 @@ describe('examples/sentinel', () => {
       }
       expect(downloads.some((r) => typeof attr(r, 'tableau.size') === 'number')).toBe(true);
       // every row has the columns the queries group by, of the declared type
-      for (const r of rows) expect(r).toMatchObject({ TimeGenerated: expect.stringMatching(/\.\d{9}Z$/), TableauTenantId: 'acme', EventType: expect.any(String) });
+      for (const r of rows) expect(r).toMatchObject({ TimeGenerated: expect.stringMatching(/\.\d{9}Z$/), ConnectorTenant: 'acme', EventType: expect.any(String) });
     } finally {
       await ingestion.close();
     }

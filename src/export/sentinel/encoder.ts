@@ -14,7 +14,8 @@
  *   UserId, UserName, UserEmail, ClientIP, UserAgent      ← user.id, user.name, user.email,
  *                    client.address, user_agent.original
  *   SiteLuid         tableau.site_luid (the resource's, else the record's)
- *   TableauTenantId  the resource's tableau.tenant.id (`TenantId` is a name the API reserves)
+ *   TableauTenantId  the resource's tableau.tenant.id: Tableau's tenant id (`TenantId` is a name the API reserves)
+ *   ConnectorTenant  the resource's tableau_activity_otel.tenant: the daemon's tenant label
  *   ServiceName      the resource's service.name
  *   RecordId         log.record.uid (stable across re-reads: duplicates after a crash share it)
  *   Body             the record's body (else its event name)
@@ -76,6 +77,7 @@ export function sentinelRow(r: MappedLogRecord): SentinelRow {
   const site = res['tableau.site_luid'] ?? scalarAttribute(r.attributes, 'tableau.site_luid');
   if (site !== undefined) row.SiteLuid = String(site);
   if (res['tableau.tenant.id'] !== undefined) row.TableauTenantId = res['tableau.tenant.id'];
+  if (res['tableau_activity_otel.tenant'] !== undefined) row.ConnectorTenant = res['tableau_activity_otel.tenant'];
   if (res['service.name'] !== undefined) row.ServiceName = res['service.name'];
   row.Body = r.body ?? r.eventName;
   row.Attributes = r.attributes;
