@@ -99,6 +99,13 @@ export interface RecordMapperOptions {
   onSchemaDrift?(kind: 'eventType' | 'attribute', name: string): void;
   /** A record with more fields than this is not mapped (dead-lettered); default DEFAULT_MAX_ATTRIBUTES_PER_RECORD. */
   maxAttributesPerRecord?: number;
+  /**
+   * The per-event-type plans, shared by mappers that map alike: the same catalog, no overrides
+   * and the same `maxAttributesPerRecord` (every tenant without an overrides file, in one
+   * worker). A plan holds nothing of its tenant (the tenant id is on the resource, drift is
+   * counted per mapper), and a tenant's plans for every event type are some 3 MB of heap.
+   */
+  sharedPlans?: Map<string, TypePlan>;
 }
 
 /** Routes kept by scanner name id, per type and family (ids past this use the Map). */
@@ -123,7 +130,7 @@ export class RecordMapper {
   private readonly resources = new Map<string, ResourceDescriptor>();
   private readonly semconv: Record<Family, ReadonlyMap<string, string>>;
   private readonly outcomeSeverity: ReadonlyMap<string, Severity>;
-  private readonly plans = new Map<string, TypePlan>();
+  private readonly plans: Map<string, TypePlan>;
   private readonly failureFields: readonly FailureRule[];
   private readonly errorTypeFields: readonly string[];
   private readonly overrides: TenantOverrides;
@@ -142,6 +149,7 @@ export class RecordMapper {
     };
     this.outcomeSeverity = new Map(Object.entries(d.severity.outcomes));
     this.overrides = options.overrides ?? TenantOverrides.none();
+    this.plans = options.sharedPlans && !options.overrides ? options.sharedPlans : new Map();
     this.maxAttributes = options.maxAttributesPerRecord ?? DEFAULT_MAX_ATTRIBUTES_PER_RECORD;
     this.failureFields = d.severity.failureFields.map((r) => ({
       field: r.field,
