@@ -37,12 +37,8 @@ FROM node:${NODE_VERSION}-bookworm-slim
 LABEL org.opencontainers.image.title="tableau-activity-otel" \
       org.opencontainers.image.description="Tableau Cloud Activity Log events as OpenTelemetry log records" \
       org.opencontainers.image.licenses="Apache-2.0"
-# MALLOC_ARENA_MAX: glibc gives every thread that allocates (the encode workers, libuv's pool
-# gunzipping and reading) a malloc arena of its own, which keeps what it freed; two arenas keep
-# the RSS of a sidecar lower (docs/performance.md, "Efficiency")
 ENV NODE_ENV=production \
-    TAO_LISTEN=0.0.0.0:9464 \
-    MALLOC_ARENA_MAX=2
+    TAO_LISTEN=0.0.0.0:9464
 WORKDIR /app
 COPY --from=runtime-deps /app/node_modules ./node_modules
 COPY package.json ./
