@@ -819,15 +819,21 @@ async function main(): Promise<number> {
       const base = BASELINE_CLI ? summarise('baseline', `${flags.baseline} on the corpus`, corpus.events, corpus.uncompressedBytes, baseReps) : undefined;
       const basePlain = BASELINE_CLI && RUN_PLAIN ? summarise('baseline, plain', `${flags.baseline} on the plain copy`, corpus.events, corpus.uncompressedBytes, basePlainReps) : undefined;
 
-      let profile: ProfileSummary | undefined;
+      /** One summary per thread profiled (Node writes a profile per thread: 0 the main one, then each worker). */
+      const profiles: Array<{ thread: string; summary: ProfileSummary }> = [];
       if (flags.profile) {
         progress('ours once more with --cpu-prof');
         const profDir = path.join(workDir, 'prof');
         await fsp.mkdir(profDir, { recursive: true });
         const p = await runOurs(workDir, corpus.dir, corpus.events, receiver, endpoint, 'profile', ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
         check('ours --cpu-prof', p);
-        const file = (await fsp.readdir(profDir)).find((f) => f.endsWith('.cpuprofile'));
-        if (file) profile = summariseProfile(JSON.parse(await fsp.readFile(path.join(profDir, file), 'utf8')) as CpuProfile);
+        for (const file of (await fsp.readdir(profDir)).filter((f) => f.endsWith('.cpuprofile')).sort()) {
+          const summary = summariseProfile(JSON.parse(await fsp.readFile(path.join(profDir, file), 'utf8')) as CpuProfile);
+          const busyMs = summary.byArea.filter((a) => a.area !== '(idle)').reduce((n, a) => n + a.selfMs, 0);
+          if (busyMs < 50) continue; // a worker started early and not adopted
+          const threadId = /\.\d+\.(\d+)\.\d+\.cpuprofile$/.exec(file)?.[1];
+          profiles.push({ thread: threadId === '0' ? 'main thread' : `worker thread ${threadId ?? '?'}`, summary });
+        }
       }
 
       let big: { object: BigObjectSummary; result: CaseSummary } | undefined;
@@ -899,9 +905,9 @@ async function main(): Promise<number> {
         out.push(table(HEADERS, [caseRow(big.result)], ALIGN));
         out.push(`big peak RSS: ${num(big.result.medianPeakRssMb)} MB   (target < ${TARGETS.peakRssMb} MB: ${mark(big.result.medianPeakRssMb < TARGETS.peakRssMb)})`);
       }
-      if (profile) {
+      for (const { thread, summary: profile } of profiles) {
         out.push('');
-        out.push(`CPU profile of ours (main thread, ${num(profile.totalMs / 1000, 2)} s sampled), self time by area:`);
+        out.push(`CPU profile of ours (${thread}, ${num(profile.totalMs / 1000, 2)} s sampled), self time by area:`);
         out.push(table(['area', 'self ms', '%'], profile.byArea.map((a) => [a.area, num(a.selfMs), num(a.percent, 1)]), [false, true, true]));
         out.push('');
         out.push('top functions by self time:');
@@ -925,7 +931,7 @@ async function main(): Promise<number> {
           },
         },
         ...(big ? { big } : {}),
-        ...(profile ? { profile } : {}),
+        ...(profiles.length ? { profiles } : {}),
       });
     }
 
