@@ -265,6 +265,27 @@ describe('the join in the encode stage', () => {
     expect(otlp!.resource['tableau.site.name']).toBe('Finance');
   });
 
+  it('tenants without overrides share their mapping plans, yet a tenant with loaded data is enriched and one without is not, whichever maps first', () => {
+    const p = new ChunkProcessor({ catalog, scope, tenants: [{ id: 't1' }, { id: 'plain' }] });
+    p.setReference('t1', { status: 'loaded', buffer: buildReferenceTable(DATA) });
+    // a type whose body names no user: only the join needs the actor's id kept (the plan says so)
+    const job = (tenant: string) => {
+      const task = taskOf([{ actorUserLuid: ADA, jobType: 'refresh_extracts' }], [OTLP], tenant);
+      task.segments[0]!.keyInfo = parseObjectKey(keyOf('background_job', 'site'));
+      return decodeOtlpLogsBody(p.process(task).payloads[0]![0]!, 'protobuf')[0]!;
+    };
+    for (let round = 0; round < 2; round++) {
+      expect(job('plain').attributes).not.toHaveProperty(['user.full_name']);
+      expect(job('t1').attributes['user.full_name']).toBe('Ada Lovelace');
+      const [plain] = decodeOtlpLogsBody(p.process(taskOf([GROUP_LINE], [OTLP], 'plain')).payloads[0]![0]!, 'protobuf');
+      expect(plain!.attributes).not.toHaveProperty(['user.full_name']);
+      expect(plain!.body).not.toContain('Ada Lovelace');
+      const [rich] = decodeOtlpLogsBody(p.process(taskOf([GROUP_LINE], [OTLP], 't1')).payloads[0]![0]!, 'protobuf');
+      expect(rich!.attributes['user.full_name']).toBe('Ada Lovelace');
+      expect(rich!.body).toBe('Ada Lovelace add Grace Hopper in group g-1');
+    }
+  });
+
   it('a tenant that redacts every user name keeps LUIDs in bodies', () => {
     const dir = tempDir();
     const file = join(dir, 'overrides.yaml');

@@ -161,7 +161,7 @@ interface Workbook {
   revision: number;
   views: View[];
 }
-interface Site {
+export interface Site {
   luid: string;
   name: string;
   uri: string;
@@ -169,7 +169,7 @@ interface Site {
   workbooks: Workbook[];
 }
 
-function makeWorld(rng: Rng): Site[] {
+export function makeWorld(rng: Rng): Site[] {
   const sites: Site[] = [];
   const defs = [
     { name: 'Acme Analytics', uri: 'acmeanalytics' },
@@ -224,7 +224,7 @@ function siteCommon(site: Site, user: User, eventTime: string, processedTime: st
 }
 
 /** One vizql_http_request record (~1 KB serialised). */
-function vizqlRecord(rng: Rng, site: Site, sec: number, nanos: number): Rec {
+export function vizqlRecord(rng: Rng, site: Site, sec: number, nanos: number): Rec {
   const user = rng.pick(site.users);
   const wb = rng.pick(site.workbooks);
   const view = rng.pick(wb.views);

@@ -2,7 +2,8 @@
  * Throughput and memory benchmark: `npm run bench` (builds first, then runs this file).
  *
  *   npm run bench -- [--events 200000] [--reps 3] [--no-big] [--big-bytes 1000000000]
- *                    [--big-reps 1] [--json FILE] [--profile] [--keep]
+ *                    [--big-reps 1] [--no-plain] [--tenants 100] [--tenant-idle 20]
+ *                    [--no-throughput] [--json FILE] [--profile] [--keep]
  *
  * Generates a synthetic corpus (corpus.ts) in a temp dir, starts a local OTLP/HTTP receiver on
  * 127.0.0.1 that discards what it gets, and measures, each case in its own child process:
@@ -13,10 +14,13 @@
  *           once more with the SDK's default queue to show what it drops
  *   ours    `node dist/cli.js run --once --config …` (directory source → otlp destination,
  *           checkpoints on, a fresh state dir per repetition)
+ *   floor / ours on a plain copy of the corpus (every object gunzipped): the CPU comparison
  *   big     ours on one ~1 GB (uncompressed) gzip object
+ *   tenants (--tenants N) the daemon with 1 and with N small tenants: peak and settled RSS
  *
  * Reports the median wall time over the repetitions, events/s, MB/s of uncompressed input
- * (MB = 10^6 bytes) and the peak RSS of the child. Progress goes to stderr, the table to stdout.
+ * (MB = 10^6 bytes), CPU-seconds (user + system of the child's process tree, from
+ * report-usage.mjs) and the peak RSS of the child. Progress goes to stderr, the table to stdout.
  * Everything talks to 127.0.0.1 only.
  */
 import fs from 'node:fs';
@@ -26,12 +30,26 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import type { AddressInfo } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { pipeline } from 'node:stream/promises';
+import zlib from 'node:zlib';
+import net, { type AddressInfo } from 'node:net';
 import { generateCorpus, generateBigObject, REPO_ROOT, type CorpusSummary, type BigObjectSummary } from './corpus.js';
 
 const BENCH_DIR = path.join(REPO_ROOT, 'scripts', 'bench');
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
-const TARGETS = { floorRatio: 0.5, naiveRatio: 5, peakRssMb: 300 };
+const USAGE_PRELOAD = pathToFileURL(path.join(BENCH_DIR, 'report-usage.mjs')).href;
+/**
+ * floorRatio/naiveRatio: throughput (wall time); cpuRatio: ours' CPU-seconds over the floor's on
+ * the plain corpus (at most); peakRssMb: ours on the bench corpus and on the big object (under);
+ * perTenantMb: settled RSS per idle tenant (under).
+ */
+const TARGETS = { floorRatio: 0.5, naiveRatio: 5, cpuRatio: 1.2, peakRssMb: 128, perTenantMb: 1 };
+/**
+ * Extra YAML lines of the bench tenant (indented under `- id: bench`), e.g. an enrichment
+ * section to compare with it on and off. Empty: the plain mapping.
+ */
+const OURS_TENANT_YAML: string[] = [];
 
 // ---------------------------------------------------------------------------
 // Arguments
@@ -45,6 +63,12 @@ const { values: flags } = parseArgs({
     'no-big': { type: 'boolean', default: false },
     'big-bytes': { type: 'string', default: '1000000000' },
     'big-reps': { type: 'string', default: '1' },
+    plain: { type: 'boolean', default: true },
+    'no-plain': { type: 'boolean', default: false },
+    tenants: { type: 'string', default: '0' },
+    'tenant-idle': { type: 'string', default: '20' },
+    'no-throughput': { type: 'boolean', default: false },
+    baseline: { type: 'string' },
     json: { type: 'string' },
     profile: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
@@ -54,7 +78,13 @@ const { values: flags } = parseArgs({
 });
 if (flags.help) {
   process.stdout.write(
-    'npm run bench -- [--events N] [--reps N] [--no-big] [--big-bytes N] [--big-reps N] [--json FILE] [--profile] [--keep]\n',
+    'npm run bench -- [--events N] [--reps N] [--no-big] [--big-bytes N] [--big-reps N] [--no-plain]\n' +
+      '                 [--tenants N] [--tenant-idle SECONDS] [--no-throughput] [--json FILE] [--profile] [--keep]\n' +
+      '  --no-plain       skip the plain (not gzip) copy of the corpus (the CPU comparison)\n' +
+      '  --tenants N      also measure the daemon with 1 and with N small tenants (RSS per tenant)\n' +
+      '  --tenant-idle S  seconds the tenants stay idle after their data before RSS is read (default 20)\n' +
+      '  --no-throughput  only the --tenants measurement\n' +
+      '  --baseline DIR   also run DIR/dist/cli.js (another checkout, built) in every repetition: before/after in one run\n',
   );
   process.exit(0);
 }
@@ -71,6 +101,19 @@ const REPS = positiveInt('reps', flags.reps);
 const RUN_BIG = flags.big && !flags['no-big'];
 const BIG_BYTES = positiveInt('big-bytes', flags['big-bytes']);
 const BIG_REPS = positiveInt('big-reps', flags['big-reps']);
+const RUN_PLAIN = flags.plain && !flags['no-plain'];
+const TENANTS = flags.tenants === '0' ? 0 : positiveInt('tenants', flags.tenants);
+const TENANT_IDLE_SECONDS = positiveInt('tenant-idle', flags['tenant-idle']);
+const RUN_THROUGHPUT = !flags['no-throughput'];
+const BASELINE_CLI = flags.baseline ? path.resolve(flags.baseline, 'dist', 'cli.js') : undefined;
+if (BASELINE_CLI && !fs.existsSync(BASELINE_CLI)) {
+  process.stderr.write(`--baseline: ${BASELINE_CLI} is missing (build that checkout first)\n`);
+  process.exit(2);
+}
+if (!RUN_THROUGHPUT && TENANTS === 0) {
+  process.stderr.write('--no-throughput needs --tenants N\n');
+  process.exit(2);
+}
 
 // ---------------------------------------------------------------------------
 // Progress
@@ -131,6 +174,11 @@ interface ChildResult {
   wallSeconds: number;
   /** Max of VmHWM/VmRSS seen while polling, and what the child reported itself if it did. */
   peakRssBytes: number;
+  /**
+   * User + system CPU-seconds of the child's process tree (report-usage.mjs, at its exit); when
+   * it could not report (killed), the last value polled from /proc/<pid>/stat.
+   */
+  cpuSeconds: number;
   stdout: string;
   stderr: string;
 }
@@ -158,10 +206,31 @@ function readRssKb(pid: number): number {
   }
 }
 
-function runChild(args: string[], env: NodeJS.ProcessEnv = childEnv()): Promise<ChildResult> {
+/** utime + stime + cutime + cstime of a running process, in seconds (0 when unreadable). */
+function readCpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+let usageDir = os.tmpdir();
+let usageSeq = 0;
+
+function runChild(args: string[], env: NodeJS.ProcessEnv = childEnv(), onSpawn?: (child: ChildProcess) => void): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
+    const usageFile = path.join(usageDir, `usage-${process.pid}-${++usageSeq}.json`);
+    fs.rmSync(usageFile, { force: true });
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', USAGE_PRELOAD, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...env, TAO_BENCH_USAGE_FILE: usageFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    onSpawn?.(child);
     currentChild = child;
     let stdout = '';
     let stderr = '';
@@ -173,8 +242,11 @@ function runChild(args: string[], env: NodeJS.ProcessEnv = childEnv()): Promise<
       if (stderr.length > 4_000_000) stderr = stderr.slice(-2_000_000);
     });
     let peakKb = 0;
+    let polledCpu = 0;
     const poll = (): void => {
-      if (child.pid !== undefined) peakKb = Math.max(peakKb, readRssKb(child.pid));
+      if (child.pid === undefined) return;
+      peakKb = Math.max(peakKb, readRssKb(child.pid));
+      polledCpu = Math.max(polledCpu, readCpuSeconds(child.pid));
     };
     poll();
     const timer = setInterval(poll, 50);
@@ -187,7 +259,16 @@ function runChild(args: string[], env: NodeJS.ProcessEnv = childEnv()): Promise<
       clearInterval(timer);
       currentChild = null;
       const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
-      resolve({ code, signal, wallSeconds, peakRssBytes: peakKb * 1024, stdout, stderr });
+      let cpuSeconds = polledCpu;
+      try {
+        const usage = JSON.parse(fs.readFileSync(usageFile, 'utf8')) as { cpuSeconds: number; maxRssBytes: number };
+        cpuSeconds = usage.cpuSeconds;
+        peakKb = Math.max(peakKb, usage.maxRssBytes / 1024);
+        fs.rmSync(usageFile, { force: true });
+      } catch {
+        // killed before it could report: the polled figures
+      }
+      resolve({ code, signal, wallSeconds, peakRssBytes: peakKb * 1024, cpuSeconds, stdout, stderr });
     });
   });
 }
@@ -211,6 +292,8 @@ function lastJsonLine(text: string): Record<string, unknown> | undefined {
 
 interface RepResult {
   wallSeconds: number;
+  /** User + system CPU-seconds of the child's process tree. */
+  cpuSeconds: number;
   /** Time measured inside the child, where it reports one. */
   innerSeconds?: number;
   peakRssBytes: number;
@@ -229,8 +312,12 @@ interface CaseSummary {
   inputBytes: number;
   reps: RepResult[];
   medianSeconds: number;
+  /** Median over the repetitions of their CPU-seconds (user + system, process tree). */
+  medianCpuSeconds: number;
   eventsPerSecond: number;
   mbPerSecond: number;
+  /** Median over the repetitions of their peak RSS. */
+  medianPeakRssMb: number;
   /** Max over repetitions. */
   peakRssMb: number;
   note?: string;
@@ -251,20 +338,23 @@ function summarise(name: string, description: string, events: number, inputBytes
     inputBytes,
     reps,
     medianSeconds,
+    medianCpuSeconds: median(reps.map((r) => r.cpuSeconds)),
     eventsPerSecond: events / medianSeconds,
     mbPerSecond: inputBytes / 1e6 / medianSeconds,
+    medianPeakRssMb: median(reps.map((r) => r.peakRssBytes)) / 1e6,
     peakRssMb: Math.max(...reps.map((r) => r.peakRssBytes)) / 1e6,
     ...(note ? { note } : {}),
   };
 }
 
-async function runFloor(corpus: CorpusSummary): Promise<RepResult> {
-  const r = await runChild([path.join(BENCH_DIR, 'floor.mjs'), corpus.dir]);
+async function runFloor(dir: string, expectedEvents: number): Promise<RepResult> {
+  const r = await runChild([path.join(BENCH_DIR, 'floor.mjs'), dir]);
   const out = lastJsonLine(r.stdout);
   const events = Number(out?.events ?? 0);
-  const ok = r.code === 0 && events === corpus.events;
+  const ok = r.code === 0 && events === expectedEvents;
   return {
     wallSeconds: r.wallSeconds,
+    cpuSeconds: r.cpuSeconds,
     innerSeconds: Number(out?.seconds),
     peakRssBytes: Math.max(r.peakRssBytes, Number(out?.maxRssBytes ?? 0)),
     events,
@@ -285,6 +375,7 @@ async function runNaive(corpus: CorpusSummary, receiver: DiscardingReceiver, end
   const ok = r.code === 0 && events === corpus.events && failed === 0 && (queue === 'default' || dropped === 0);
   return {
     wallSeconds: r.wallSeconds,
+    cpuSeconds: r.cpuSeconds,
     innerSeconds: Number(out?.seconds),
     peakRssBytes: Math.max(r.peakRssBytes, Number(out?.maxRssBytes ?? 0)),
     events,
@@ -307,6 +398,7 @@ async function writeOursConfig(workDir: string, sourceDir: string, stateDir: str
     `      - { type: directory, path: ${JSON.stringify(sourceDir)} }`,
     '    destinations:',
     `      - { type: otlp, endpoint: ${JSON.stringify(endpoint)}, protocol: http/protobuf }`,
+    ...OURS_TENANT_YAML.map((l) => `    ${l}`),
     '',
   ].join('\n');
   await fsp.writeFile(file, yaml);
@@ -321,12 +413,13 @@ async function runOurs(
   endpoint: string,
   label: string,
   nodeFlags: string[] = [],
+  cli: string = CLI,
 ): Promise<RepResult> {
   const stateDir = path.join(workDir, 'state', label);
   await fsp.rm(stateDir, { recursive: true, force: true });
   const config = await writeOursConfig(workDir, sourceDir, stateDir, endpoint);
   receiver.reset();
-  const r = await runChild([...nodeFlags, CLI, 'run', '--once', '--config', config]);
+  const r = await runChild([...nodeFlags, cli, 'run', '--once', '--config', config]);
   let finished: Record<string, unknown> | undefined;
   for (const line of r.stderr.split('\n')) {
     if (!line.includes('run --once finished')) continue;
@@ -341,6 +434,7 @@ async function runOurs(
   const ok = r.code === 0 && exported === expectedEvents && receiver.requests > 0 && checkpoints;
   const result: RepResult = {
     wallSeconds: r.wallSeconds,
+    cpuSeconds: r.cpuSeconds,
     ...(finished?.seconds !== undefined ? { innerSeconds: Number(finished.seconds) } : {}),
     peakRssBytes: r.peakRssBytes,
     events: exported,
@@ -438,7 +532,158 @@ const num = (n: number, digits = 0): string => n.toLocaleString('en-US', { minim
 function caseRow(c: CaseSummary): string[] {
   const bad = c.reps.filter((r) => !r.ok).length;
   const notes = [c.note, bad ? `${bad}/${c.reps.length} reps FAILED CHECKS` : ''].filter(Boolean).join('; ');
-  return [c.name, num(c.events), num(c.medianSeconds, 2), num(c.eventsPerSecond), num(c.mbPerSecond, 1), num(c.peakRssMb, 0), String(c.reps.length), notes];
+  return [
+    c.name,
+    num(c.events),
+    num(c.medianSeconds, 2),
+    num(c.eventsPerSecond),
+    num(c.mbPerSecond, 1),
+    num(c.medianCpuSeconds, 2),
+    num(c.medianPeakRssMb, 0),
+    num(c.peakRssMb, 0),
+    String(c.reps.length),
+    notes,
+  ];
+}
+const HEADERS = ['case', 'events', 'seconds', 'events/s', 'MB/s', 'CPU s', 'peak RSS MB', 'max RSS MB', 'reps', 'notes'];
+const ALIGN = [false, true, true, true, true, true, true, true, true, false];
+
+// ---------------------------------------------------------------------------
+// The plain copy of the corpus (every gzip object gunzipped, same names)
+// ---------------------------------------------------------------------------
+
+async function plainCopy(src: string, dst: string): Promise<number> {
+  let bytes = 0;
+  const walk = async (from: string, to: string): Promise<void> => {
+    await fsp.mkdir(to, { recursive: true });
+    for (const e of await fsp.readdir(from, { withFileTypes: true })) {
+      const a = path.join(from, e.name);
+      const b = path.join(to, e.name);
+      if (e.isDirectory()) await walk(a, b);
+      else if (e.isFile()) {
+        const fh = await fsp.open(a, 'r');
+        const head = Buffer.alloc(2);
+        await fh.read(head, 0, 2, 0);
+        await fh.close();
+        if (head[0] === 0x1f && head[1] === 0x8b) await pipeline(fs.createReadStream(a), zlib.createGunzip(), fs.createWriteStream(b));
+        else await fsp.copyFile(a, b);
+        bytes += (await fsp.stat(b)).size;
+      }
+    }
+  };
+  await walk(src, dst);
+  return bytes;
+}
+
+// ---------------------------------------------------------------------------
+// Tenants: the daemon with 1 and with N small tenants, RSS once they are idle
+// ---------------------------------------------------------------------------
+
+interface TenantsResult {
+  /** 'ours', or 'baseline' (--baseline). */
+  build: string;
+  /** 'idle': an empty source from the start; 'after data': a small load each, then idle. */
+  load: 'idle' | 'after data';
+  tenants: number;
+  events: number;
+  /** Seconds from start until every tenant's events were exported. */
+  secondsToExported: number;
+  /** VmHWM over the whole run. */
+  peakRssMb: number;
+  /** Median VmRSS of the samples taken in the last seconds of the idle time. */
+  settledRssMb: number;
+  cpuSeconds: number;
+  ok: boolean;
+  problem?: string;
+}
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+function readVmRssKb(pid: number): number {
+  try {
+    return Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+async function exportedSoFar(port: number): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    let sum = 0;
+    for (const m of text.matchAll(/^tao_events_exported_total\{[^}]*\} (\d+)/gm)) sum += Number(m[1]);
+    return sum;
+  } catch {
+    return -1; // not serving yet
+  }
+}
+
+async function runTenants(workDir: string, sourceDir: string, eventsPerTenant: number, n: number, endpoint: string, cli: string = CLI): Promise<TenantsResult> {
+  const stateDir = path.join(workDir, 'state', `tenants-${n}-${eventsPerTenant}`);
+  await fsp.rm(stateDir, { recursive: true, force: true });
+  const port = await freePort();
+  const lines = ['# generated by scripts/bench/run-bench.ts (--tenants)', `state: { dir: ${JSON.stringify(stateDir)} }`, `server: { address: "127.0.0.1:${port}" }`, 'tenants:'];
+  for (let i = 0; i < n; i++) {
+    lines.push(
+      `  - id: t${String(i).padStart(3, '0')}`,
+      '    sources:',
+      `      - { type: directory, path: ${JSON.stringify(sourceDir)} }`,
+      '    destinations:',
+      `      - { type: otlp, endpoint: ${JSON.stringify(endpoint)}, protocol: http/protobuf }`,
+    );
+  }
+  const config = path.join(workDir, `tenants-${n}.yaml`);
+  await fsp.writeFile(config, lines.join('\n') + '\n');
+  const expected = n * eventsPerTenant;
+  let problem: string | undefined;
+  let secondsToExported = NaN;
+  const samples: number[] = [];
+  const started = Date.now();
+  const r = await runChild([cli, 'run', '--config', config], childEnv(), (child) => {
+    void (async () => {
+      const deadline = started + 600_000;
+      let exported = 0;
+      while (Date.now() < deadline && child.exitCode === null) {
+        exported = await exportedSoFar(port);
+        if (exported >= expected) break;
+        await new Promise((res) => setTimeout(res, 500));
+      }
+      if (exported < expected) {
+        problem = `exported ${exported}/${expected} within 10 minutes`;
+      } else {
+        secondsToExported = (Date.now() - started) / 1000;
+        const idleUntil = Date.now() + TENANT_IDLE_SECONDS * 1000;
+        while (Date.now() < idleUntil && child.exitCode === null) {
+          await new Promise((res) => setTimeout(res, 500));
+          // the last few seconds of the idle time: the settled figure
+          if (idleUntil - Date.now() < 3000 && child.pid !== undefined) samples.push(readVmRssKb(child.pid));
+        }
+      }
+      child.kill('SIGTERM');
+    })();
+  });
+  const settled = samples.filter((k) => k > 0);
+  const ok = problem === undefined && settled.length > 0 && (r.code === 0 || r.signal === 'SIGTERM');
+  if (!ok && problem === undefined) problem = `exit ${r.code} ${r.signal ?? ''}: ${r.stderr.slice(-800)}`;
+  await fsp.rm(stateDir, { recursive: true, force: true });
+  return {
+    build: cli === CLI ? 'ours' : 'baseline',
+    load: eventsPerTenant === 0 ? 'idle' : 'after data',
+    tenants: n,
+    events: expected,
+    secondsToExported,
+    peakRssMb: r.peakRssBytes / 1e6,
+    settledRssMb: settled.length ? (median(settled) * 1024) / 1e6 : NaN,
+    cpuSeconds: r.cpuSeconds,
+    ok,
+    ...(problem ? { problem } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -451,6 +696,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const workDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tao-bench-'));
+  usageDir = workDir;
   const receiver = new DiscardingReceiver();
   const cleanup = async (): Promise<void> => {
     await receiver.stop().catch(() => undefined);
@@ -471,136 +717,266 @@ async function main(): Promise<number> {
   try {
     const endpoint = await receiver.start();
     progress(`work dir ${workDir}; receiver ${endpoint}/v1/logs`);
-    progress(`generating ${num(EVENTS)} events`);
-    let lastCorpusReport = 0;
-    const corpus = await generateCorpus({
-      dir: path.join(workDir, 'corpus'),
-      events: EVENTS,
-      onProgress: (m) => {
-        if (Date.now() - lastCorpusReport > 5000) {
-          lastCorpusReport = Date.now();
-          progress(m);
-        }
-      },
-    });
-    progress(
-      `corpus: ${num(corpus.events)} events (${num(corpus.vizqlEvents)} vizql, avg ${corpus.avgVizqlRecordBytes} B; ${num(corpus.otherEvents)} of ${corpus.eventTypes - 1} other types), ` +
-        `${corpus.objects} objects (${corpus.gzipObjects} gzip), ${num(corpus.uncompressedBytes / 1e6, 1)} MB uncompressed, ${num(corpus.compressedBytes / 1e6, 1)} MB on disk`,
-    );
-
-    const floorReps: RepResult[] = [];
-    const naiveReps: RepResult[] = [];
-    const oursReps: RepResult[] = [];
-    const naiveQueue = corpus.events + 1;
-    const check = (name: string, r: RepResult): void => {
-      progress(
-        `  ${name}: ${num(r.wallSeconds, 2)} s, ${num(r.events)} events, peak RSS ${num(r.peakRssBytes / 1e6)} MB` +
-          (r.requests ? `, ${r.requests} requests / ${num(r.requestBytes / 1e6, 1)} MB to the receiver` : '') +
-          (r.dropped ? `, ${num(r.dropped)} dropped` : '') +
-          (r.ok ? '' : `  CHECK FAILED: ${r.problem}`),
-      );
-    };
-    for (let rep = 1; rep <= REPS; rep++) {
-      progress(`rep ${rep}/${REPS}: floor`);
-      const f = await runFloor(corpus);
-      check('floor', f);
-      floorReps.push(f);
-      progress(`rep ${rep}/${REPS}: naive (maxQueueSize ${num(naiveQueue)})`);
-      const n = await runNaive(corpus, receiver, endpoint, naiveQueue);
-      check('naive', n);
-      naiveReps.push(n);
-      progress(`rep ${rep}/${REPS}: ours`);
-      const o = await runOurs(workDir, corpus.dir, corpus.events, receiver, endpoint, `rep-${rep}`);
-      check('ours', o);
-      oursReps.push(o);
-    }
-    progress('naive with the SDK default queue (2048), once');
-    const nd = await runNaive(corpus, receiver, endpoint, 'default');
-    check('naive-default-queue', nd);
-
-    const floor = summarise('floor', 'read + gunzip + split + JSON.parse, one thread', corpus.events, corpus.uncompressedBytes, floorReps);
-    const naive = summarise('naive', 'SDK LoggerProvider + BatchLogRecordProcessor + OTLP proto exporter', corpus.events, corpus.uncompressedBytes, naiveReps, `maxQueueSize ${num(naiveQueue)}, dropped ${num(Math.max(...naiveReps.map((r) => r.dropped ?? 0)))}`);
-    const ours = summarise('ours', 'dist/cli.js run --once, directory → otlp http/protobuf, checkpoints', corpus.events, corpus.uncompressedBytes, oursReps, `${median(oursReps.map((r) => r.requests))} requests`);
-    const ndDropped = nd.dropped ?? 0;
-    const naiveDefault = summarise('naive (SDK defaults)', 'as naive, default maxQueueSize 2048', corpus.events, corpus.uncompressedBytes, [{ ...nd, ok: nd.ok }], `DROPPED ${num(ndDropped)} (${num((100 * ndDropped) / corpus.events, 1)}%) silently`);
-
-    let profile: ProfileSummary | undefined;
-    if (flags.profile) {
-      progress('ours once more with --cpu-prof');
-      const profDir = path.join(workDir, 'prof');
-      await fsp.mkdir(profDir, { recursive: true });
-      const p = await runOurs(workDir, corpus.dir, corpus.events, receiver, endpoint, 'profile', ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
-      check('ours --cpu-prof', p);
-      const file = (await fsp.readdir(profDir)).find((f) => f.endsWith('.cpuprofile'));
-      if (file) profile = summariseProfile(JSON.parse(await fsp.readFile(path.join(profDir, file), 'utf8')) as CpuProfile);
-    }
-
-    let big: { object: BigObjectSummary; result: CaseSummary } | undefined;
-    if (RUN_BIG) {
-      progress(`generating the big object (~${num(BIG_BYTES / 1e6)} MB uncompressed)`);
-      await fsp.rm(corpus.dir, { recursive: true, force: true }); // free the disk and page cache
-      const object = await generateBigObject({ dir: path.join(workDir, 'big'), targetBytes: BIG_BYTES, onProgress: progress });
-      progress(`big object: ${num(object.events)} events, ${num(object.uncompressedBytes / 1e6)} MB uncompressed, ${num(object.compressedBytes / 1e6, 1)} MB gzip`);
-      const reps: RepResult[] = [];
-      for (let rep = 1; rep <= BIG_REPS; rep++) {
-        progress(`big rep ${rep}/${BIG_REPS}: ours`);
-        const r = await runOurs(workDir, object.dir, object.events, receiver, endpoint, `big-${rep}`);
-        check('ours big', r);
-        reps.push(r);
-      }
-      big = { object, result: summarise('ours, one big object', 'one gzip object', object.events, object.uncompressedBytes, reps, `${num(object.compressedBytes / 1e6)} MB gzip`) };
-    }
-
-    // ---- report ---------------------------------------------------------------------------
     const cores = os.availableParallelism();
     const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
     const out: string[] = [];
     out.push('');
-    out.push(`tableau-activity-otel benchmark — Node ${process.version}, ${cores} cores (${cpu}), ${os.platform()} ${os.release()}`);
-    out.push(
-      `corpus: ${num(corpus.events)} events in ${corpus.objects} objects (${corpus.gzipObjects} gzip), ${corpus.eventTypes} event types, ` +
-        `${num(corpus.uncompressedBytes / 1e6, 1)} MB uncompressed (vizql records avg ${corpus.avgVizqlRecordBytes} B); median of ${REPS} rep(s); MB = 10^6 bytes`,
-    );
-    out.push('');
-    const headers = ['case', 'events', 'seconds', 'events/s', 'MB/s', 'peak RSS MB', 'reps', 'notes'];
-    const align = [false, true, true, true, true, true, true, false];
-    const rows = [floor, naive, naiveDefault, ours].map(caseRow);
-    out.push(table(headers, rows, align));
-    const floorRatio = ours.eventsPerSecond / floor.eventsPerSecond;
-    const naiveRatio = ours.eventsPerSecond / naive.eventsPerSecond;
+    out.push(`tableau-activity-otel benchmark — Node ${process.version}, ${cores} cores (${cpu}), ${os.platform()} ${os.release()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the start`);
+    const failures: string[] = [];
+    const doc: Record<string, unknown> = {
+      machine: { node: process.version, cores, cpu, platform: os.platform(), release: os.release(), totalMemMb: Math.round(os.totalmem() / 1e6), loadAverageAtStart: os.loadavg() },
+      settings: { events: EVENTS, reps: REPS, big: RUN_BIG, bigBytes: BIG_BYTES, bigReps: BIG_REPS, plain: RUN_PLAIN, tenants: TENANTS, tenantIdleSeconds: TENANT_IDLE_SECONDS },
+    };
     const mark = (ok: boolean): string => (ok ? 'met' : 'NOT MET');
-    const pairedFloor = oursReps.map((o, i) => floorReps[i]!.wallSeconds / o.wallSeconds);
-    const pairedNaive = oursReps.map((o, i) => naiveReps[i]!.wallSeconds / o.wallSeconds);
-    out.push('');
-    out.push(`ours / floor: ${num(floorRatio, 2)}x   (target >= ${TARGETS.floorRatio}x: ${mark(floorRatio >= TARGETS.floorRatio)})`);
-    out.push(`ours / naive: ${num(naiveRatio, 2)}x   (target >= ${TARGETS.naiveRatio}x: ${mark(naiveRatio >= TARGETS.naiveRatio)})`);
-    out.push(`ours peak RSS: ${num(ours.peakRssMb)} MB   (target < ${TARGETS.peakRssMb} MB: ${mark(ours.peakRssMb < TARGETS.peakRssMb)})`);
-    if (REPS > 1) {
-      // The machine's speed drifts during a run (shared hosts): a ratio within one repetition
-      // (floor, naive and ours back to back) is less exposed to that than a ratio of medians.
-      const range = (xs: number[]): string => `${num(Math.min(...xs), 2)}-${num(Math.max(...xs), 2)}`;
-      out.push(
-        `paired, within each repetition (median, range): ours / floor ${num(median(pairedFloor), 2)}x (${range(pairedFloor)}), ` +
-          `ours / naive ${num(median(pairedNaive), 2)}x (${range(pairedNaive)})`,
+    const range = (xs: number[]): string => `${num(Math.min(...xs), 2)}-${num(Math.max(...xs), 2)}`;
+
+    if (RUN_THROUGHPUT) {
+      progress(`generating ${num(EVENTS)} events`);
+      let lastCorpusReport = 0;
+      const corpus = await generateCorpus({
+        dir: path.join(workDir, 'corpus'),
+        events: EVENTS,
+        onProgress: (m) => {
+          if (Date.now() - lastCorpusReport > 5000) {
+            lastCorpusReport = Date.now();
+            progress(m);
+          }
+        },
+      });
+      progress(
+        `corpus: ${num(corpus.events)} events (${num(corpus.vizqlEvents)} vizql, avg ${corpus.avgVizqlRecordBytes} B; ${num(corpus.otherEvents)} of ${corpus.eventTypes - 1} other types), ` +
+          `${corpus.objects} objects (${corpus.gzipObjects} gzip), ${num(corpus.uncompressedBytes / 1e6, 1)} MB uncompressed, ${num(corpus.compressedBytes / 1e6, 1)} MB on disk`,
       );
-    }
-    if (big) {
-      out.push('');
+      const plainDir = path.join(workDir, 'corpus-plain');
+      if (RUN_PLAIN) {
+        const bytes = await plainCopy(corpus.dir, plainDir);
+        progress(`plain copy: ${num(bytes / 1e6, 1)} MB`);
+      }
+
+      const floorReps: RepResult[] = [];
+      const naiveReps: RepResult[] = [];
+      const oursReps: RepResult[] = [];
+      const floorPlainReps: RepResult[] = [];
+      const oursPlainReps: RepResult[] = [];
+      const baseReps: RepResult[] = [];
+      const basePlainReps: RepResult[] = [];
+      const naiveQueue = corpus.events + 1;
+      const check = (name: string, r: RepResult): void => {
+        progress(
+          `  ${name}: ${num(r.wallSeconds, 2)} s, CPU ${num(r.cpuSeconds, 2)} s, ${num(r.events)} events, peak RSS ${num(r.peakRssBytes / 1e6)} MB` +
+            (r.requests ? `, ${r.requests} requests / ${num(r.requestBytes / 1e6, 1)} MB to the receiver` : '') +
+            (r.dropped ? `, ${num(r.dropped)} dropped` : '') +
+            (r.ok ? '' : `  CHECK FAILED: ${r.problem}`),
+        );
+      };
+      for (let rep = 1; rep <= REPS; rep++) {
+        progress(`rep ${rep}/${REPS}: floor`);
+        const f = await runFloor(corpus.dir, corpus.events);
+        check('floor', f);
+        floorReps.push(f);
+        progress(`rep ${rep}/${REPS}: naive (maxQueueSize ${num(naiveQueue)})`);
+        const n = await runNaive(corpus, receiver, endpoint, naiveQueue);
+        check('naive', n);
+        naiveReps.push(n);
+        progress(`rep ${rep}/${REPS}: ours`);
+        const o = await runOurs(workDir, corpus.dir, corpus.events, receiver, endpoint, `rep-${rep}`);
+        check('ours', o);
+        oursReps.push(o);
+        if (RUN_PLAIN) {
+          progress(`rep ${rep}/${REPS}: floor, plain corpus`);
+          const fp = await runFloor(plainDir, corpus.events);
+          check('floor plain', fp);
+          floorPlainReps.push(fp);
+          progress(`rep ${rep}/${REPS}: ours, plain corpus`);
+          const op = await runOurs(workDir, plainDir, corpus.events, receiver, endpoint, `plain-${rep}`);
+          check('ours plain', op);
+          oursPlainReps.push(op);
+        }
+        if (BASELINE_CLI) {
+          progress(`rep ${rep}/${REPS}: baseline`);
+          const b = await runOurs(workDir, corpus.dir, corpus.events, receiver, endpoint, `base-${rep}`, [], BASELINE_CLI);
+          check('baseline', b);
+          baseReps.push(b);
+          if (RUN_PLAIN) {
+            progress(`rep ${rep}/${REPS}: baseline, plain corpus`);
+            const bp = await runOurs(workDir, plainDir, corpus.events, receiver, endpoint, `base-plain-${rep}`, [], BASELINE_CLI);
+            check('baseline plain', bp);
+            basePlainReps.push(bp);
+          }
+        }
+      }
+      progress('naive with the SDK default queue (2048), once');
+      const nd = await runNaive(corpus, receiver, endpoint, 'default');
+      check('naive-default-queue', nd);
+
+      const floor = summarise('floor', 'read + gunzip + split + JSON.parse, one thread', corpus.events, corpus.uncompressedBytes, floorReps);
+      const naive = summarise('naive', 'SDK LoggerProvider + BatchLogRecordProcessor + OTLP proto exporter', corpus.events, corpus.uncompressedBytes, naiveReps, `maxQueueSize ${num(naiveQueue)}, dropped ${num(Math.max(...naiveReps.map((r) => r.dropped ?? 0)))}`);
+      const ours = summarise('ours', 'dist/cli.js run --once, directory → otlp http/protobuf, checkpoints', corpus.events, corpus.uncompressedBytes, oursReps, `${median(oursReps.map((r) => r.requests))} requests`);
+      const ndDropped = nd.dropped ?? 0;
+      const naiveDefault = summarise('naive (SDK defaults)', 'as naive, default maxQueueSize 2048', corpus.events, corpus.uncompressedBytes, [{ ...nd, ok: nd.ok }], `DROPPED ${num(ndDropped)} (${num((100 * ndDropped) / corpus.events, 1)}%) silently`);
+      const floorPlain = RUN_PLAIN ? summarise('floor, plain', 'floor on the plain copy', corpus.events, corpus.uncompressedBytes, floorPlainReps) : undefined;
+      const oursPlain = RUN_PLAIN ? summarise('ours, plain', 'ours on the plain copy', corpus.events, corpus.uncompressedBytes, oursPlainReps) : undefined;
+      const base = BASELINE_CLI ? summarise('baseline', `${flags.baseline} on the corpus`, corpus.events, corpus.uncompressedBytes, baseReps) : undefined;
+      const basePlain = BASELINE_CLI && RUN_PLAIN ? summarise('baseline, plain', `${flags.baseline} on the plain copy`, corpus.events, corpus.uncompressedBytes, basePlainReps) : undefined;
+
+      /** One summary per thread profiled (Node writes a profile per thread: 0 the main one, then each worker). */
+      const profiles: Array<{ thread: string; summary: ProfileSummary }> = [];
+      if (flags.profile) {
+        progress('ours once more with --cpu-prof');
+        const profDir = path.join(workDir, 'prof');
+        await fsp.mkdir(profDir, { recursive: true });
+        const p = await runOurs(workDir, corpus.dir, corpus.events, receiver, endpoint, 'profile', ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+        check('ours --cpu-prof', p);
+        for (const file of (await fsp.readdir(profDir)).filter((f) => f.endsWith('.cpuprofile')).sort()) {
+          const summary = summariseProfile(JSON.parse(await fsp.readFile(path.join(profDir, file), 'utf8')) as CpuProfile);
+          const busyMs = summary.byArea.filter((a) => a.area !== '(idle)').reduce((n, a) => n + a.selfMs, 0);
+          if (busyMs < 50) continue; // a worker started early and not adopted
+          const threadId = /\.\d+\.(\d+)\.\d+\.cpuprofile$/.exec(file)?.[1];
+          profiles.push({ thread: threadId === '0' ? 'main thread' : `worker thread ${threadId ?? '?'}`, summary });
+        }
+      }
+
+      let big: { object: BigObjectSummary; result: CaseSummary } | undefined;
+      if (RUN_BIG) {
+        progress(`generating the big object (~${num(BIG_BYTES / 1e6)} MB uncompressed)`);
+        await fsp.rm(corpus.dir, { recursive: true, force: true }); // free the disk and page cache
+        await fsp.rm(plainDir, { recursive: true, force: true });
+        const object = await generateBigObject({ dir: path.join(workDir, 'big'), targetBytes: BIG_BYTES, onProgress: progress });
+        progress(`big object: ${num(object.events)} events, ${num(object.uncompressedBytes / 1e6)} MB uncompressed, ${num(object.compressedBytes / 1e6, 1)} MB gzip`);
+        const reps: RepResult[] = [];
+        for (let rep = 1; rep <= BIG_REPS; rep++) {
+          progress(`big rep ${rep}/${BIG_REPS}: ours`);
+          const r = await runOurs(workDir, object.dir, object.events, receiver, endpoint, `big-${rep}`);
+          check('ours big', r);
+          reps.push(r);
+        }
+        await fsp.rm(object.dir, { recursive: true, force: true });
+        big = { object, result: summarise('ours, one big object', 'one gzip object', object.events, object.uncompressedBytes, reps, `${num(object.compressedBytes / 1e6)} MB gzip`) };
+      }
+
+      // ---- report ---------------------------------------------------------------------------
       out.push(
-        `big object: ${num(big.object.events)} events, ${num(big.object.uncompressedBytes / 1e6)} MB uncompressed in one gzip object (${num(big.object.compressedBytes / 1e6, 1)} MB)`,
+        `corpus: ${num(corpus.events)} events in ${corpus.objects} objects (${corpus.gzipObjects} gzip), ${corpus.eventTypes} event types, ` +
+          `${num(corpus.uncompressedBytes / 1e6, 1)} MB uncompressed (vizql records avg ${corpus.avgVizqlRecordBytes} B); median of ${REPS} rep(s); MB = 10^6 bytes`,
       );
-      out.push(table(headers, [caseRow(big.result)], align));
-      out.push(`big peak RSS: ${num(big.result.peakRssMb)} MB   (target < ${TARGETS.peakRssMb} MB: ${mark(big.result.peakRssMb < TARGETS.peakRssMb)})`);
-    }
-    if (profile) {
+      out.push('CPU s: user + system CPU-seconds of the process tree (median); peak RSS: median over the reps of each rep\'s peak; max RSS: the largest');
       out.push('');
-      out.push(`CPU profile of ours (main thread, ${num(profile.totalMs / 1000, 2)} s sampled), self time by area:`);
-      out.push(table(['area', 'self ms', '%'], profile.byArea.map((a) => [a.area, num(a.selfMs), num(a.percent, 1)]), [false, true, true]));
+      const rows = [floor, naive, naiveDefault, ours, ...(floorPlain && oursPlain ? [floorPlain, oursPlain] : []), ...(base ? [base] : []), ...(basePlain ? [basePlain] : [])].map(caseRow);
+      out.push(table(HEADERS, rows, ALIGN));
+      const floorRatio = ours.eventsPerSecond / floor.eventsPerSecond;
+      const naiveRatio = ours.eventsPerSecond / naive.eventsPerSecond;
+      const pairedFloor = oursReps.map((o, i) => floorReps[i]!.wallSeconds / o.wallSeconds);
+      const pairedNaive = oursReps.map((o, i) => naiveReps[i]!.wallSeconds / o.wallSeconds);
       out.push('');
-      out.push('top functions by self time:');
-      out.push(table(['function', 'where', 'self ms', '%'], profile.topFunctions.map((f) => [f.fn, f.where, num(f.selfMs), num(f.percent, 1)]), [false, false, true, true]));
+      out.push(`ours / floor: ${num(floorRatio, 2)}x   (target >= ${TARGETS.floorRatio}x: ${mark(floorRatio >= TARGETS.floorRatio)})`);
+      out.push(`ours / naive: ${num(naiveRatio, 2)}x   (target >= ${TARGETS.naiveRatio}x: ${mark(naiveRatio >= TARGETS.naiveRatio)})`);
+      out.push(`ours peak RSS: ${num(ours.medianPeakRssMb)} MB, max ${num(ours.peakRssMb)} MB   (target < ${TARGETS.peakRssMb} MB: ${mark(ours.medianPeakRssMb < TARGETS.peakRssMb)})`);
+      let cpuRatio: number | undefined;
+      let pairedCpu: number[] = [];
+      if (floorPlain && oursPlain) {
+        cpuRatio = oursPlain.medianCpuSeconds / floorPlain.medianCpuSeconds;
+        pairedCpu = oursPlainReps.map((o, i) => o.cpuSeconds / floorPlainReps[i]!.cpuSeconds);
+        out.push(
+          `ours CPU / floor CPU, plain corpus: ${num(oursPlain.medianCpuSeconds, 2)} / ${num(floorPlain.medianCpuSeconds, 2)} s = ${num(cpuRatio, 2)}x   (target <= ${TARGETS.cpuRatio}x: ${mark(cpuRatio <= TARGETS.cpuRatio)})`,
+        );
+        out.push(`ours CPU / floor CPU, gzip corpus: ${num(ours.medianCpuSeconds, 2)} / ${num(floor.medianCpuSeconds, 2)} s = ${num(ours.medianCpuSeconds / floor.medianCpuSeconds, 2)}x`);
+      }
+      if (basePlain && floorPlain) {
+        const pairedBase = basePlainReps.map((b, i) => b.cpuSeconds / floorPlainReps[i]!.cpuSeconds);
+        out.push(
+          `baseline CPU / floor CPU, plain corpus: ${num(basePlain.medianCpuSeconds, 2)} / ${num(floorPlain.medianCpuSeconds, 2)} s = ${num(basePlain.medianCpuSeconds / floorPlain.medianCpuSeconds, 2)}x (paired median ${num(median(pairedBase), 2)}x); ` +
+            `peak RSS ours ${num(ours.medianPeakRssMb)} MB vs baseline ${num(base!.medianPeakRssMb)} MB; wall ours ${num(ours.medianSeconds, 2)} s vs baseline ${num(base!.medianSeconds, 2)} s`,
+        );
+      }
+      if (REPS > 1) {
+        // The machine's speed drifts during a run (shared hosts): a ratio within one repetition
+        // (floor, naive and ours back to back) is less exposed to that than a ratio of medians.
+        out.push(
+          `paired, within each repetition (median, range): ours / floor ${num(median(pairedFloor), 2)}x (${range(pairedFloor)}), ` +
+            `ours / naive ${num(median(pairedNaive), 2)}x (${range(pairedNaive)})` +
+            (pairedCpu.length ? `, CPU ours / floor plain ${num(median(pairedCpu), 2)}x (${range(pairedCpu)})` : ''),
+        );
+      }
+      if (big) {
+        out.push('');
+        out.push(
+          `big object: ${num(big.object.events)} events, ${num(big.object.uncompressedBytes / 1e6)} MB uncompressed in one gzip object (${num(big.object.compressedBytes / 1e6, 1)} MB)`,
+        );
+        out.push(table(HEADERS, [caseRow(big.result)], ALIGN));
+        out.push(`big peak RSS: ${num(big.result.medianPeakRssMb)} MB   (target < ${TARGETS.peakRssMb} MB: ${mark(big.result.medianPeakRssMb < TARGETS.peakRssMb)})`);
+      }
+      for (const { thread, summary: profile } of profiles) {
+        out.push('');
+        out.push(`CPU profile of ours (${thread}, ${num(profile.totalMs / 1000, 2)} s sampled), self time by area:`);
+        out.push(table(['area', 'self ms', '%'], profile.byArea.map((a) => [a.area, num(a.selfMs), num(a.percent, 1)]), [false, true, true]));
+        out.push('');
+        out.push('top functions by self time:');
+        out.push(table(['function', 'where', 'self ms', '%'], profile.topFunctions.map((f) => [f.fn, f.where, num(f.selfMs), num(f.percent, 1)]), [false, false, true, true]));
+      }
+      for (const c of [floor, naive, ours, ...(floorPlain && oursPlain ? [floorPlain, oursPlain] : []), ...(big ? [big.result] : [])]) {
+        for (const r of c.reps) if (!r.ok) failures.push(`${c.name}: ${r.problem}`);
+      }
+      Object.assign(doc, {
+        corpus,
+        cases: { floor, naive, naiveDefaultQueue: naiveDefault, ours, ...(floorPlain && oursPlain ? { floorPlain, oursPlain } : {}), ...(base ? { baseline: base } : {}), ...(basePlain ? { baselinePlain: basePlain } : {}) },
+        ratios: { oursToFloor: floorRatio, oursToNaive: naiveRatio, pairedOursToFloor: pairedFloor, pairedOursToNaive: pairedNaive, ...(cpuRatio !== undefined ? { cpuOursToFloorPlain: cpuRatio, pairedCpuOursToFloorPlain: pairedCpu } : {}) },
+        targets: {
+          ...TARGETS,
+          met: {
+            floorRatio: floorRatio >= TARGETS.floorRatio,
+            naiveRatio: naiveRatio >= TARGETS.naiveRatio,
+            peakRss: ours.medianPeakRssMb < TARGETS.peakRssMb,
+            ...(cpuRatio !== undefined ? { cpuRatio: cpuRatio <= TARGETS.cpuRatio } : {}),
+            ...(big ? { bigPeakRss: big.result.medianPeakRssMb < TARGETS.peakRssMb } : {}),
+          },
+        },
+        ...(big ? { big } : {}),
+        ...(profiles.length ? { profiles } : {}),
+      });
     }
-    const failures = [floor, naive, ours, ...(big ? [big.result] : [])].flatMap((c) => c.reps.filter((r) => !r.ok).map((r) => `${c.name}: ${r.problem}`));
+
+    if (TENANTS > 0) {
+      progress('generating the small tenants\' corpus');
+      const small = await generateCorpus({ dir: path.join(workDir, 'tenant-corpus'), events: 1000 });
+      const emptyDir = path.join(workDir, 'tenant-empty');
+      await fsp.mkdir(emptyDir, { recursive: true });
+      const results: TenantsResult[] = [];
+      const builds = BASELINE_CLI ? [CLI, BASELINE_CLI] : [CLI];
+      for (const cli of builds) for (const withData of [false, true]) for (const n of TENANTS === 1 ? [1] : [1, TENANTS]) {
+        const events = withData ? small.events : 0;
+        progress(`${cli === CLI ? 'ours' : 'baseline'}: daemon with ${n} tenant(s), ${withData ? `${num(small.events)} events (${small.objects} objects) each, then` : 'no data,'} idle ${TENANT_IDLE_SECONDS} s`);
+        const r = await runTenants(workDir, withData ? small.dir : emptyDir, events, n, endpoint, cli);
+        progress(`  ${n} tenant(s): exported in ${num(r.secondsToExported, 1)} s, peak RSS ${num(r.peakRssMb)} MB, settled ${num(r.settledRssMb)} MB, CPU ${num(r.cpuSeconds, 2)} s${r.ok ? '' : `  CHECK FAILED: ${r.problem}`}`);
+        results.push(r);
+        if (!r.ok) failures.push(`tenants ${n}: ${r.problem}`);
+      }
+      out.push('');
+      out.push(`tenants: the daemon (not --once), each tenant a directory source and an otlp destination; idle: an empty directory; after data: ${num(small.events)} events in ${small.objects} objects (every event type) each, then idle ${TENANT_IDLE_SECONDS} s`);
+      out.push(
+        table(
+          ['build', 'load', 'tenants', 'events', 'exported after s', 'CPU s', 'peak RSS MB', 'settled RSS MB'],
+          results.map((r) => [r.build, r.load, String(r.tenants), num(r.events), num(r.secondsToExported, 1), num(r.cpuSeconds, 2), num(r.peakRssMb), num(r.settledRssMb)]),
+          [false, false, true, true, true, true, true, true],
+        ),
+      );
+      const perTenant: Record<string, { settledMb: number; peakMb: number }> = {};
+      for (const build of ['ours', 'baseline']) {
+        for (const load of ['idle', 'after data'] as const) {
+          const mine = results.filter((r) => r.build === build && r.load === load);
+          const one = mine[0];
+          const many = mine[mine.length - 1];
+          if (!one || !many || many === one) continue;
+          const per = { settledMb: (many.settledRssMb - one.settledRssMb) / (many.tenants - one.tenants), peakMb: (many.peakRssMb - one.peakRssMb) / (many.tenants - one.tenants) };
+          perTenant[`${build}, ${load}`] = per;
+          out.push(
+            `${build} per tenant, ${load}: ${num(per.settledMb, 2)} MB settled, ${num(per.peakMb, 2)} MB at the peak` +
+              (build === 'ours' && load === 'idle' ? `   (target < ${TARGETS.perTenantMb} MB per idle tenant: ${mark(per.settledMb < TARGETS.perTenantMb)})` : ''),
+          );
+        }
+      }
+      doc.tenants = { corpus: small, results, perTenant };
+    }
+
     if (failures.length) {
       out.push('');
       out.push('CHECKS FAILED:');
@@ -609,24 +985,6 @@ async function main(): Promise<number> {
     process.stdout.write(out.join('\n') + '\n');
 
     if (flags.json) {
-      const doc = {
-        machine: { node: process.version, cores, cpu, platform: os.platform(), release: os.release(), totalMemMb: Math.round(os.totalmem() / 1e6) },
-        settings: { events: EVENTS, reps: REPS, big: RUN_BIG, bigBytes: BIG_BYTES, bigReps: BIG_REPS },
-        corpus,
-        cases: { floor, naive, naiveDefaultQueue: naiveDefault, ours },
-        ratios: { oursToFloor: floorRatio, oursToNaive: naiveRatio, pairedOursToFloor: pairedFloor, pairedOursToNaive: pairedNaive },
-        targets: {
-          ...TARGETS,
-          met: {
-            floorRatio: floorRatio >= TARGETS.floorRatio,
-            naiveRatio: naiveRatio >= TARGETS.naiveRatio,
-            peakRss: ours.peakRssMb < TARGETS.peakRssMb,
-            ...(big ? { bigPeakRss: big.result.peakRssMb < TARGETS.peakRssMb } : {}),
-          },
-        },
-        ...(big ? { big } : {}),
-        ...(profile ? { profile } : {}),
-      };
       await fsp.writeFile(flags.json, JSON.stringify(doc, null, 2) + '\n');
       progress(`wrote ${flags.json}`);
     }

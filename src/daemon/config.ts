@@ -74,7 +74,7 @@ export const pipelineConfigSchema = z
     /** How long one batch is retried before the destination counts as unreachable (default: forever in the daemon, 5m with --once). */
     retryFor: durationSchema.optional(),
     checkpointInterval: durationSchema.default(0),
-    /** Encode worker threads (parse, map, encode); 0 runs them in the main thread. Default: one fewer than the cores (at least 1, at most 4). */
+    /** Encode worker threads (parse, map, encode); 0 runs them in the main thread. Default: one fewer than the cores the process may use, a cgroup CPU quota counting (at least 1, at most 4). */
     workers: z.number().int().min(0).max(16).optional(),
     /** A record with more fields than this (nested ones and array items count) is dead-lettered. */
     maxAttributesPerRecord: z.number().int().min(16).max(1_000_000).default(5000),

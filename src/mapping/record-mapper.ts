@@ -116,6 +116,21 @@ export interface RecordMapperOptions {
   onSchemaDrift?(kind: 'eventType' | 'attribute', name: string): void;
   /** A record with more fields than this is not mapped (dead-lettered); default DEFAULT_MAX_ATTRIBUTES_PER_RECORD. */
   maxAttributesPerRecord?: number;
+  /**
+   * The per-event-type plans, shared by mappers that map alike: the same catalog, no overrides
+   * and the same `maxAttributesPerRecord` (every tenant without an overrides file, in one
+   * worker). A plan holds nothing of its tenant (the tenant id is on the resource, drift is
+   * counted per mapper), and a tenant's plans for every event type are some 3 MB of heap.
+   * Plans made while a tenant's reference data is loaded keep more values for the join (the
+   * user ids), so mappers with and without loaded data use separate maps.
+   */
+  sharedPlans?: SharedPlans;
+}
+
+/** The plans mappers share: one map for mappers without loaded reference data, one for those with. */
+export interface SharedPlans {
+  plain: Map<string, TypePlan>;
+  enriched: Map<string, TypePlan>;
 }
 
 /** Routes kept by scanner name id, per type and family (ids past this use the Map). */
@@ -140,7 +155,8 @@ export class RecordMapper {
   private readonly resources = new Map<string, ResourceDescriptor>();
   private readonly semconv: Record<Family, ReadonlyMap<string, string>>;
   private readonly outcomeSeverity: ReadonlyMap<string, Severity>;
-  private readonly plans = new Map<string, TypePlan>();
+  private plans: Map<string, TypePlan>;
+  private readonly sharedPlans: SharedPlans | undefined;
   private readonly failureFields: readonly FailureRule[];
   private readonly errorTypeFields: readonly string[];
   private readonly overrides: TenantOverrides;
@@ -163,6 +179,8 @@ export class RecordMapper {
     };
     this.outcomeSeverity = new Map(Object.entries(d.severity.outcomes));
     this.overrides = options.overrides ?? TenantOverrides.none();
+    this.sharedPlans = options.sharedPlans && !options.overrides ? options.sharedPlans : undefined;
+    this.plans = this.sharedPlans ? this.sharedPlans.plain : new Map();
     this.maxAttributes = options.maxAttributesPerRecord ?? DEFAULT_MAX_ATTRIBUTES_PER_RECORD;
     this.failureFields = d.severity.failureFields.map((r) => ({
       field: r.field,
@@ -184,8 +202,11 @@ export class RecordMapper {
     const hadTable = this.reference?.status === 'loaded';
     this.reference = reference;
     // plans remember which attributes mapDirect keeps for later (the join reads the user ids)
-    if (hadTable !== (reference?.status === 'loaded')) {
-      this.plans.clear();
+    const hasTable = reference?.status === 'loaded';
+    if (hadTable !== hasTable) {
+      // shared plans: move to the map of mappers in the same state (the others keep theirs)
+      if (this.sharedPlans) this.plans = hasTable ? this.sharedPlans.enriched : this.sharedPlans.plain;
+      else this.plans.clear();
       this.lastPlan = undefined;
     }
     this.resources.clear();

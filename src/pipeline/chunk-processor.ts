@@ -8,6 +8,7 @@ import { loadCatalog, type Catalog } from '../mapping/catalog.js';
 import { RecordMapper, type MapResult, type ObjectMappingContext, type SchemaDriftCounters, type TenantResourceSettings } from '../mapping/record-mapper.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, tooManyFields } from '../mapping/record-limits.js';
 import type { DirectMapped } from '../mapping/direct-record-writer.js';
+import type { SharedPlans } from '../mapping/record-mapper.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
 import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
@@ -130,9 +131,11 @@ export class ChunkProcessor {
     this.maxFields = init.maxAttributesPerRecord ?? DEFAULT_MAX_ATTRIBUTES_PER_RECORD;
     this.catalog = init.catalog ?? loadCatalog(init.mappingsDir);
     this.directWriter = new DirectLogsRequestWriter(init.scope);
+    // tenants without overrides map alike: their per-type plans are made once, not per tenant
+    const sharedPlans: SharedPlans = { plain: new Map(), enriched: new Map() };
     for (const t of init.tenants) {
       const overrides: TenantOverrides | undefined = t.overridesFile ? loadOverrides(t.overridesFile) : undefined;
-      this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, maxAttributesPerRecord: this.maxFields, ...(overrides ? { overrides } : {}), ...(t.resource ? { resource: t.resource } : {}) }));
+      this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, maxAttributesPerRecord: this.maxFields, ...(overrides ? { overrides } : { sharedPlans }), ...(t.resource ? { resource: t.resource } : {}) }));
     }
   }
 

@@ -1,0 +1,383 @@
+/**
+ * Soak: the daemon fed at a steady rate for a long time, its memory and state sampled.
+ * `npm run soak` (builds first, then runs this file).
+ *
+ *   npm run soak -- [--duration 1h] [--rate 1000] [--object-seconds 10] [--hour-seconds 60]
+ *                   [--lookback-hours 2] [--sample 10] [--json FILE] [--keep]
+ *
+ * Starts a local OTLP/HTTP receiver on 127.0.0.1 (it discards what it gets), the real CLI
+ * (`dist/cli.js run`, a daemon, not --once) with a `directory` source and an `otlp` destination,
+ * and a writer that drops a gzip object of `rate × object-seconds` vizql_http_request records
+ * into the tree every `object-seconds` (written as `*.tmp` and renamed, as a copy from S3 would
+ * be). Time runs faster in the object keys and records than on the clock: one hour partition
+ * (`h=HH`) every `hour-seconds`, so an hour's soak goes through 60 partitions and the source's
+ * watermark (`lookbackHours`) has to keep the checkpoint small; objects of partitions past the
+ * look-back are deleted (the disk stays small too).
+ *
+ * Every `sample` seconds it records the daemon's RSS, CPU-seconds, events written and exported
+ * (from /metrics), and the sizes of the state files; at the end it stops writing, waits until
+ * everything written is exported, stops the daemon (SIGTERM) and prints the curve and a summary:
+ * RSS at the start and the end, its slope after the warm-up, the largest state files. Exit code
+ * 1 when events were not all exported or the daemon failed. Everything talks to 127.0.0.1 only.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { spawn } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import { REPO_ROOT, Rng, makeWorld, vizqlRecord } from '../bench/corpus.js';
+
+const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '1h' },
+    rate: { type: 'string', default: '1000' },
+    'object-seconds': { type: 'string', default: '10' },
+    'hour-seconds': { type: 'string', default: '60' },
+    'lookback-hours': { type: 'string', default: '2' },
+    sample: { type: 'string', default: '10' },
+    json: { type: 'string' },
+    keep: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+if (flags.help) {
+  process.stdout.write(
+    'npm run soak -- [--duration 1h] [--rate EVENTS_PER_S] [--object-seconds S] [--hour-seconds S] [--lookback-hours H] [--sample S] [--json FILE] [--keep]\n' +
+      '  --duration        how long events are written (90s, 3m, 1h; default 1h)\n' +
+      '  --rate            events per second (default 1000)\n' +
+      '  --object-seconds  one object every this many seconds (default 10)\n' +
+      '  --hour-seconds    seconds of the clock per hour partition of the keys (default 60)\n' +
+      '  --lookback-hours  the directory source\'s lookbackHours (default 2)\n' +
+      '  --sample          seconds between samples (default 10)\n',
+  );
+  process.exit(0);
+}
+function fail(msg: string): never {
+  process.stderr.write(`${msg}\n`);
+  process.exit(2);
+}
+function seconds(name: string, v: string | undefined): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(v ?? '');
+  if (!m) fail(`--${name}: expected a duration like 90s, 3m or 1h, got ${v}`);
+  const n = Number(m[1]);
+  const s = m[2] === 'ms' ? n / 1000 : m[2] === 'm' ? n * 60 : m[2] === 'h' ? n * 3600 : n;
+  if (!(s > 0)) fail(`--${name}: must be more than 0`);
+  return s;
+}
+function positiveInt(name: string, v: string | undefined): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) fail(`--${name}: expected a positive integer, got ${v}`);
+  return n;
+}
+const DURATION_S = seconds('duration', flags.duration);
+const RATE = positiveInt('rate', flags.rate);
+const OBJECT_S = seconds('object-seconds', flags['object-seconds']);
+const HOUR_S = seconds('hour-seconds', flags['hour-seconds']);
+const LOOKBACK_H = positiveInt('lookback-hours', flags['lookback-hours']);
+const SAMPLE_S = seconds('sample', flags.sample);
+
+const t0 = Date.now();
+function progress(msg: string): void {
+  process.stderr.write(`[soak ${((Date.now() - t0) / 1000).toFixed(0).padStart(5)}s] ${msg}\n`);
+}
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+// ---- receiver: accepts POST /v1/logs, discards the body, answers 200 -----------------------
+
+function startReceiver(): Promise<{ url: string; stats: { requests: number; bytes: number }; close(): Promise<void> }> {
+  const stats = { requests: 0, bytes: 0 };
+  const server = http.createServer((req, res) => {
+    req.on('data', (c: Buffer) => {
+      stats.bytes += c.length;
+    });
+    req.on('end', () => {
+      stats.requests++;
+      res.writeHead(req.method === 'POST' ? 200 : 404, { 'Content-Type': 'application/x-protobuf', 'Content-Length': '0' });
+      res.end();
+    });
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        stats,
+        close: () =>
+          new Promise<void>((r) => {
+            server.closeAllConnections();
+            server.close(() => r());
+          }),
+      });
+    }),
+  );
+}
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+// ---- the daemon's figures ------------------------------------------------------------------
+
+function rssMb(pid: number): number {
+  try {
+    return Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+async function exported(port: number): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    let sum = 0;
+    for (const m of text.matchAll(/^tao_events_exported_total\{[^}]*\} (\d+)/gm)) sum += Number(m[1]);
+    return sum;
+  } catch {
+    return -1;
+  }
+}
+/** Bytes of every file below `dir`, by path relative to it. */
+function fileSizes(dir: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const walk = (d: string): void => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else {
+        try {
+          out.set(path.relative(dir, p), fs.statSync(p).size);
+        } catch {
+          // replaced meanwhile (an atomic save)
+        }
+      }
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+interface Sample {
+  t: number;
+  rssMb: number;
+  cpuSeconds: number;
+  written: number;
+  exported: number;
+  stateBytes: number;
+  checkpointBytes: number;
+  stateFiles: number;
+  inputFiles: number;
+}
+
+// ---- main ----------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  if (!fs.existsSync(CLI)) fail(`${CLI} is missing: run npm run build (npm run soak does it)`);
+  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'tao-soak-'));
+  const input = path.join(work, 'input');
+  const state = path.join(work, 'state');
+  await fsp.mkdir(input, { recursive: true });
+  const receiver = await startReceiver();
+  const port = await freePort();
+  const config = path.join(work, 'soak.yaml');
+  await fsp.writeFile(
+    config,
+    [
+      '# generated by scripts/soak/run-soak.ts',
+      `state: { dir: ${JSON.stringify(state)} }`,
+      `server: { address: "127.0.0.1:${port}" }`,
+      'tenants:',
+      '  - id: soak',
+      '    sources:',
+      `      - { type: directory, path: ${JSON.stringify(input)}, pollInterval: 2s, lookbackHours: ${LOOKBACK_H} }`,
+      '    destinations:',
+      `      - { type: otlp, endpoint: ${JSON.stringify(receiver.url)}, protocol: http/protobuf }`,
+      '',
+    ].join('\n'),
+  );
+  progress(`work dir ${work}; ${RATE} events/s for ${DURATION_S} s, an object every ${OBJECT_S} s, an hour partition every ${HOUR_S} s, lookbackHours ${LOOKBACK_H}`);
+
+  const env = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('OTEL_')) delete env[k];
+  const child = spawn(process.execPath, [CLI, 'run', '--config', config], { cwd: REPO_ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderrTail = '';
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+    stderrTail = (stderrTail + s).slice(-20_000);
+  });
+  let exitCode: number | null = null;
+  let exitSignal: NodeJS.Signals | null = null;
+  const exited = new Promise<void>((resolve) =>
+    child.on('exit', (code, signal) => {
+      exitCode = code;
+      exitSignal = signal;
+      resolve();
+    }),
+  );
+  const pid = child.pid!;
+
+  // the writer: simulated time starts at the top of an hour, HOUR_S clock seconds per hour
+  const rng = new Rng(0x50a4);
+  const sites = makeWorld(rng);
+  const simStart = Math.floor(Date.now() / 3_600_000) * 3600;
+  const simSecondsAt = (clockMs: number): number => simStart + ((clockMs - t0) / 1000) * (3600 / HOUR_S);
+  const perObject = Math.max(1, Math.round(RATE * OBJECT_S));
+  let written = 0;
+  let objects = 0;
+  const files: Array<{ file: string; hour: number }> = [];
+  const writeObject = async (): Promise<void> => {
+    const sim = simSecondsAt(Date.now());
+    const hourStart = Math.floor(sim / 3600) * 3600;
+    const d = new Date(hourStart * 1000);
+    const pad = (n: number): string => String(n).padStart(2, '0');
+    const site = sites[objects % sites.length]!;
+    const rel = `pod=soak/siteLuid=${site.luid}/y=${d.getUTCFullYear()}/m=${pad(d.getUTCMonth() + 1)}/d=${pad(d.getUTCDate())}/h=${pad(d.getUTCHours())}/eventType=vizql_http_request/activity-log-${String(objects).padStart(8, '0')}.txt`;
+    const lines: string[] = [];
+    for (let i = 0; i < perObject; i++) lines.push(JSON.stringify(vizqlRecord(rng, site, Math.floor(sim) + Math.floor((i * OBJECT_S) / perObject), rng.int(0, 999_999_999))));
+    const file = path.join(input, rel);
+    await fsp.mkdir(path.dirname(file), { recursive: true });
+    await fsp.writeFile(`${file}.tmp`, zlib.gzipSync(lines.join('\n') + '\n'));
+    await fsp.rename(`${file}.tmp`, file);
+    written += perObject;
+    objects++;
+    files.push({ file, hour: hourStart });
+    // objects of partitions past the look-back (and one more) are done and forgotten: deleted
+    const cutoff = hourStart - (LOOKBACK_H + 1) * 3600;
+    while (files.length > 0 && files[0]!.hour < cutoff) await fsp.rm(files.shift()!.file, { force: true });
+  };
+
+  const samples: Sample[] = [];
+  const sample = async (): Promise<Sample> => {
+    const sizes = fileSizes(state);
+    let stateBytes = 0;
+    let checkpointBytes = 0;
+    for (const [rel, n] of sizes) {
+      stateBytes += n;
+      if (path.basename(rel) === 'checkpoints.json') checkpointBytes += n;
+    }
+    const s: Sample = {
+      t: (Date.now() - t0) / 1000,
+      rssMb: rssMb(pid),
+      cpuSeconds: cpuSeconds(pid),
+      written,
+      exported: await exported(port),
+      stateBytes,
+      checkpointBytes,
+      stateFiles: sizes.size,
+      inputFiles: files.length,
+    };
+    samples.push(s);
+    progress(
+      `RSS ${s.rssMb.toFixed(1)} MB, CPU ${s.cpuSeconds.toFixed(1)} s, written ${s.written}, exported ${s.exported}, ` +
+        `state ${s.stateFiles} files / ${(s.stateBytes / 1024).toFixed(1)} KiB (checkpoints ${(s.checkpointBytes / 1024).toFixed(1)} KiB), input ${s.inputFiles} objects`,
+    );
+    return s;
+  };
+
+  let stopping = false;
+  const onSignal = (): void => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    progress('interrupted: stopping the daemon');
+    child.kill('SIGTERM');
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const endAt = t0 + DURATION_S * 1000;
+  let nextObject = Date.now();
+  let nextSample = Date.now() + SAMPLE_S * 1000;
+  while (Date.now() < endAt && exitCode === null && !stopping) {
+    if (Date.now() >= nextObject) {
+      await writeObject();
+      nextObject += OBJECT_S * 1000;
+    }
+    if (Date.now() >= nextSample) {
+      await sample();
+      nextSample += SAMPLE_S * 1000;
+    }
+    await sleep(Math.max(10, Math.min(nextObject, nextSample, endAt) - Date.now()));
+  }
+  progress(`stopped writing: ${written} events in ${objects} objects; waiting for the daemon to export them`);
+  const drainUntil = Date.now() + 120_000;
+  let last = await exported(port);
+  while (exitCode === null && last < written && Date.now() < drainUntil) {
+    await sleep(500);
+    last = await exported(port);
+  }
+  const final = await sample();
+  child.kill('SIGTERM');
+  await exited;
+  await receiver.close();
+
+  // ---- report ------------------------------------------------------------------------------
+  const warm = samples.filter((s) => s.t >= Math.min(60, DURATION_S / 5));
+  const fit = warm.length >= 2 ? warm : samples;
+  const n = fit.length;
+  const mt = fit.reduce((a, s) => a + s.t, 0) / n;
+  const mr = fit.reduce((a, s) => a + s.rssMb, 0) / n;
+  const slope = n >= 2 ? fit.reduce((a, s) => a + (s.t - mt) * (s.rssMb - mr), 0) / Math.max(1e-9, fit.reduce((a, s) => a + (s.t - mt) ** 2, 0)) : 0;
+  const quarter = Math.max(1, Math.floor(samples.length / 4));
+  const avg = (xs: Sample[]): number => xs.reduce((a, s) => a + s.rssMb, 0) / Math.max(1, xs.length);
+  const firstQ = avg(samples.slice(0, quarter));
+  const lastQ = avg(samples.slice(-quarter));
+  const out: string[] = [];
+  out.push('');
+  out.push(`tableau-activity-otel soak — Node ${process.version}, ${os.availableParallelism()} cores, ${DURATION_S} s at ${RATE} events/s (${objects} objects of ${perObject}), lookbackHours ${LOOKBACK_H}, an hour partition every ${HOUR_S} s`);
+  out.push('');
+  out.push('     t s   RSS MB   CPU s   written  exported  state KiB  checkpoints KiB  input objects');
+  const every = Math.max(1, Math.ceil(samples.length / 40));
+  for (let i = 0; i < samples.length; i++) {
+    if (i % every !== 0 && i !== samples.length - 1) continue;
+    const s = samples[i]!;
+    out.push(
+      `${s.t.toFixed(0).padStart(8)}  ${s.rssMb.toFixed(1).padStart(7)}  ${s.cpuSeconds.toFixed(1).padStart(6)}  ${String(s.written).padStart(8)}  ${String(s.exported).padStart(8)}  ${(s.stateBytes / 1024).toFixed(1).padStart(9)}  ${(s.checkpointBytes / 1024).toFixed(1).padStart(15)}  ${String(s.inputFiles).padStart(13)}`,
+    );
+  }
+  const maxRss = Math.max(...samples.map((s) => s.rssMb));
+  const maxState = Math.max(...samples.map((s) => s.stateBytes));
+  const maxCheckpoint = Math.max(...samples.map((s) => s.checkpointBytes));
+  out.push('');
+  out.push(`RSS: first quarter ${firstQ.toFixed(1)} MB, last quarter ${lastQ.toFixed(1)} MB, max ${maxRss.toFixed(1)} MB; slope after the warm-up ${(slope * 3600).toFixed(1)} MB/h`);
+  out.push(`state: largest ${(maxState / 1024).toFixed(1)} KiB (checkpoints ${(maxCheckpoint / 1024).toFixed(1)} KiB), at the end ${(final.stateBytes / 1024).toFixed(1)} KiB`);
+  out.push(`CPU: ${final.cpuSeconds.toFixed(1)} s for ${final.exported} events exported (${((1e6 * final.cpuSeconds) / Math.max(1, final.exported)).toFixed(1)} µs per event)`);
+  const delivered = final.exported >= written;
+  const daemonOk = exitCode === 0 || exitSignal === 'SIGTERM';
+  if (!delivered) out.push(`NOT ALL EXPORTED: ${final.exported} of ${written}`);
+  if (!daemonOk) out.push(`DAEMON FAILED: exit ${exitCode} ${exitSignal ?? ''}\n${stderrTail.slice(-3000)}`);
+  process.stdout.write(out.join('\n') + '\n');
+  if (flags.json) {
+    await fsp.writeFile(
+      flags.json,
+      JSON.stringify({ settings: { durationSeconds: DURATION_S, rate: RATE, objectSeconds: OBJECT_S, hourSeconds: HOUR_S, lookbackHours: LOOKBACK_H }, written, objects, samples, summary: { firstQuarterRssMb: firstQ, lastQuarterRssMb: lastQ, maxRssMb: maxRss, slopeMbPerHour: slope * 3600, maxStateBytes: maxState, maxCheckpointBytes: maxCheckpoint } }, null, 2) + '\n',
+    );
+  }
+  if (flags.keep) progress(`kept ${work}`);
+  else await fsp.rm(work, { recursive: true, force: true });
+  return delivered && daemonOk ? 0 : 1;
+}
+
+process.exitCode = await main();
