@@ -104,6 +104,8 @@ export interface RecordMapperOptions {
    * and the same `maxAttributesPerRecord` (every tenant without an overrides file, in one
    * worker). A plan holds nothing of its tenant (the tenant id is on the resource, drift is
    * counted per mapper), and a tenant's plans for every event type are some 3 MB of heap.
+   * A tenant whose plans depend on its own settings (overrides, reference data of its own) must
+   * not be given the shared map; with `overrides` it is ignored.
    */
   sharedPlans?: Map<string, TypePlan>;
 }
