@@ -123,6 +123,7 @@ export interface RecordMapperOptions {
    * counted per mapper), and a tenant's plans for every event type are some 3 MB of heap.
    * Plans made while a tenant's reference data is loaded keep more values for the join (the
    * user ids), so mappers with and without loaded data use separate maps.
+   * A tenant with overrides is not given the shared map (the option is ignored then).
    */
   sharedPlans?: SharedPlans;
 }
