@@ -23,7 +23,8 @@ const SITE_B = 'd85a2546-6ae7-4110-ba5f-ef5abae47d59';
 class RecordingSink implements ReferenceDataSink {
   readonly published: Array<ReferenceData | undefined> = [];
   publishReferenceData(_tenantId: string, data: ReferenceData | undefined): void {
-    this.published.push(data);
+    // iterated once, at publication, as the pool does (the users may be a generator)
+    this.published.push(data && { ...data, users: [...data.users], sites: [...data.sites] });
   }
   get last(): ReferenceData | undefined {
     return this.published.at(-1);

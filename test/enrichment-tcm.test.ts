@@ -47,7 +47,8 @@ function capturingLogger(): { log: pino.Logger; lines: () => Array<Record<string
 class RecordingSink implements ReferenceDataSink {
   readonly published: Array<{ tenantId: string; data: ReferenceData | undefined }> = [];
   publishReferenceData(tenantId: string, data: ReferenceData | undefined): void {
-    this.published.push({ tenantId, data });
+    // iterated once, at publication, as the pool does (the users may be a generator)
+    this.published.push({ tenantId, data: data && { ...data, users: [...data.users], sites: [...data.sites] } });
   }
   get last(): ReferenceData | undefined {
     return this.published.at(-1)?.data;

@@ -39,6 +39,9 @@ const OTHER_RECORDS_PER_TYPE = 5;
 // Deterministic randomness
 // ---------------------------------------------------------------------------
 
+/** The corpus's default seed (its world of sites and users is made first from it). */
+export const CORPUS_SEED = 0x7ab1e5;
+
 export class Rng {
   private a: number;
   constructor(seed: number) {
@@ -407,7 +410,7 @@ async function writeObject(file: string, text: string, gzip: boolean): Promise<n
 }
 
 export async function generateCorpus(opts: CorpusOptions): Promise<CorpusSummary> {
-  const rng = new Rng(opts.seed ?? 0x7ab1e5);
+  const rng = new Rng(opts.seed ?? CORPUS_SEED);
   const perObject = opts.recordsPerObject ?? 5000;
   const sites = makeWorld(rng);
   const types = readCatalogTypes().filter((t) => t.eventType !== 'vizql_http_request');

@@ -10,8 +10,12 @@ export interface SiteReference { id: string; name?: string; contentUrl?: string 
 export interface ReferenceData {
   /** 'pending': enrichment is configured but the first load has not finished; 'loaded': users/sites are the last good copy. */
   status: 'pending' | 'loaded';
-  users: readonly UserReference[];
-  sites: readonly SiteReference[];
+  /**
+   * The users: any iterable (iterated once, by the one building the workers' table), so a big
+   * list need not exist as objects all at once: a generator over a compact copy will do.
+   */
+  users: Iterable<UserReference>;
+  sites: Iterable<SiteReference>;
   /** When this copy was loaded (ms since epoch; 0 when pending). */
   loadedAtMs: number;
 }

@@ -150,31 +150,44 @@ export function buildReferenceTable(data: Pick<ReferenceData, 'users' | 'sites' 
     }
     return i;
   };
-  const users = unique(data.users);
-  const sites = unique(data.sites);
-  const userStarts = new Uint32Array(users.length + 1);
-  users.forEach((u, i) => {
-    userStarts[i] = blob.at;
+  // one pass over the entries (an iterable: the users need not exist as objects all at once),
+  // the first of each id; only the ids are kept, for the hash slots
+  const users: string[] = [];
+  const userStartList: number[] = [];
+  const seenUsers = new Set<string>();
+  for (const u of data.users) {
+    if (typeof u?.id !== 'string' || u.id === '' || seenUsers.has(u.id)) continue;
+    seenUsers.add(u.id);
+    users.push(u.id);
+    userStartList.push(blob.at);
     blob.string(u.id);
     blob.string(u.name);
     blob.string(u.email);
     blob.string(u.fullName);
-    const roles = u.siteRoles ? Object.entries(u.siteRoles).filter(([s, r]) => s !== '' && typeof r === 'string' && r !== '') : [];
+    const roles = u.siteRoles ? Object.entries(u.siteRoles).filter(([site, r]) => site !== '' && typeof r === 'string' && r !== '') : [];
     blob.uint(roles.length);
     for (const [site, role] of roles) {
       blob.uint(dictIndex(site));
       blob.uint(dictIndex(role));
     }
-  });
-  userStarts[users.length] = blob.at;
-  const siteStarts = new Uint32Array(sites.length + 1);
-  sites.forEach((s, i) => {
-    siteStarts[i] = blob.at;
-    blob.string(s.id);
-    blob.string(s.name);
-    blob.string(s.contentUrl);
-  });
-  siteStarts[sites.length] = blob.at;
+  }
+  seenUsers.clear();
+  userStartList.push(blob.at);
+  const userStarts = Uint32Array.from(userStartList);
+  const sites: string[] = [];
+  const siteStartList: number[] = [];
+  const seenSites = new Set<string>();
+  for (const site of data.sites) {
+    if (typeof site?.id !== 'string' || site.id === '' || seenSites.has(site.id)) continue;
+    seenSites.add(site.id);
+    sites.push(site.id);
+    siteStartList.push(blob.at);
+    blob.string(site.id);
+    blob.string(site.name);
+    blob.string(site.contentUrl);
+  }
+  siteStartList.push(blob.at);
+  const siteStarts = Uint32Array.from(siteStartList);
   const dictStarts = new Uint32Array(dict.size + 1);
   let k = 0;
   for (const s of dict.keys()) {
@@ -217,22 +230,10 @@ export function buildReferenceTable(data: Pick<ReferenceData, 'users' | 'sites' 
   return sab;
 }
 
-/** Entries with an id, the first of each id. */
-function unique<T extends { id: string }>(entries: readonly T[]): T[] {
-  const seen = new Set<string>();
-  const out: T[] = [];
-  for (const e of entries) {
-    if (typeof e?.id !== 'string' || e.id === '' || seen.has(e.id)) continue;
-    seen.add(e.id);
-    out.push(e);
-  }
-  return out;
-}
-
-function fillSlots(slots: Int32Array, entries: ReadonlyArray<{ id: string }>, starts: Uint32Array): void {
+function fillSlots(slots: Int32Array, ids: readonly string[], starts: Uint32Array): void {
   const mask = slots.length / 2 - 1;
-  entries.forEach((e, i) => {
-    const h = hashOf(e.id);
+  ids.forEach((id, i) => {
+    const h = hashOf(id);
     let s = h & mask;
     while (slots[s * 2 + 1] !== 0) s = (s + 1) & mask;
     slots[s * 2] = h;
