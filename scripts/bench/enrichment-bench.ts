@@ -38,29 +38,10 @@ import { fileURLToPath } from 'node:url';
 /** The repository (this file is in scripts/bench/, or compiled into dist/bench/). */
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** A small seeded generator (the data is the same on every run). */
-class Rng {
-  private a: number;
-  constructor(seed: number) {
-    this.a = seed >>> 0;
-  }
-  next(): number {
-    this.a = (this.a + 0x6d2b79f5) >>> 0;
-    let t = this.a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-}
 import type { ReferenceData, UserReference, SiteReference } from '../../src/mapping/reference-data.js';
 import type { ChunkTask, ProcessorInit } from '../../src/pipeline/chunk-processor.js';
 import type { EncodingSpec } from '../../src/export/encodings.js';
+import { Rng } from './rng.js';
 
 const DIST = path.join(REPO_ROOT, 'dist');
 const { ChunkProcessor } = (await import(path.join(DIST, 'pipeline', 'chunk-processor.js'))) as typeof import('../../src/pipeline/chunk-processor.js');

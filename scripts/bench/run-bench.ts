@@ -34,6 +34,7 @@ import { pathToFileURL } from 'node:url';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import net, { type AddressInfo } from 'node:net';
+import { readVmRssKb, exportedSoFar } from './daemon-probes.js';
 import { generateCorpus, generateBigObject, makeWorld, Rng, CORPUS_SEED, REPO_ROOT, type CorpusSummary, type BigObjectSummary } from './corpus.js';
 
 const BENCH_DIR = path.join(REPO_ROOT, 'scripts', 'bench');
@@ -632,25 +633,6 @@ async function freePort(): Promise<number> {
   const { port } = srv.address() as AddressInfo;
   await new Promise<void>((resolve) => srv.close(() => resolve()));
   return port;
-}
-
-function readVmRssKb(pid: number): number {
-  try {
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
-
-async function exportedSoFar(port: number): Promise<number> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    let sum = 0;
-    for (const m of text.matchAll(/^tao_events_exported_total\{[^}]*\} (\d+)/gm)) sum += Number(m[1]);
-    return sum;
-  } catch {
-    return -1; // not serving yet
-  }
 }
 
 async function runTenants(workDir: string, sourceDir: string, eventsPerTenant: number, n: number, endpoint: string, cli: string = CLI): Promise<TenantsResult> {

@@ -30,6 +30,7 @@ import zlib from 'node:zlib';
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT, Rng, makeWorld, vizqlRecord } from '../bench/corpus.js';
+import { exportedSoFar, readVmRssKb } from '../bench/daemon-probes.js';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
@@ -130,11 +131,7 @@ async function freePort(): Promise<number> {
 // ---- the daemon's figures ------------------------------------------------------------------
 
 function rssMb(pid: number): number {
-  try {
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
+  return readVmRssKb(pid) / 1024;
 }
 function cpuSeconds(pid: number): number {
   try {
@@ -143,16 +140,6 @@ function cpuSeconds(pid: number): number {
     return (Number(f[11]) + Number(f[12])) / 100;
   } catch {
     return 0;
-  }
-}
-async function exported(port: number): Promise<number> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    let sum = 0;
-    for (const m of text.matchAll(/^tao_events_exported_total\{[^}]*\} (\d+)/gm)) sum += Number(m[1]);
-    return sum;
-  } catch {
-    return -1;
   }
 }
 /** Bytes of every file below `dir`, by path relative to it. */
@@ -283,7 +270,7 @@ async function main(): Promise<number> {
       rssMb: rssMb(pid),
       cpuSeconds: cpuSeconds(pid),
       written,
-      exported: await exported(port),
+      exported: await exportedSoFar(port),
       stateBytes,
       checkpointBytes,
       stateFiles: sizes.size,
@@ -323,10 +310,10 @@ async function main(): Promise<number> {
   }
   progress(`stopped writing: ${written} events in ${objects} objects; waiting for the daemon to export them`);
   const drainUntil = Date.now() + 120_000;
-  let last = await exported(port);
+  let last = await exportedSoFar(port);
   while (exitCode === null && last < written && Date.now() < drainUntil) {
     await sleep(500);
-    last = await exported(port);
+    last = await exportedSoFar(port);
   }
   const final = await sample();
   child.kill('SIGTERM');
