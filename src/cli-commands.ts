@@ -134,9 +134,9 @@ program
   .command('validate')
   .description('check a configuration file and every mapping file it uses')
   .requiredOption('-c, --config <file>', 'configuration file (YAML)')
-  .action((flags: { config: string }) => {
+  .action(async (flags: { config: string }) => {
     try {
-      process.stdout.write(validateCommand(loadConfig(flags.config)) + '\n');
+      process.stdout.write((await validateCommand(loadConfig(flags.config))) + '\n');
     } catch (err) {
       process.stderr.write(`${(err as Error).message}\n`);
       process.exitCode = EXIT_CONFIG;

@@ -17,7 +17,7 @@ describe('validate', () => {
     for (const file of ['examples/quickstart.yaml', 'examples/otlp-collector.yaml']) {
       const res = await runCli(['validate', '--config', file]);
       expect(res.code, res.stderr).toBe(0);
-      expect(res.stdout).toMatch(/ok \(1 tenant\(s\), 1 source\(s\), 1 destination\(s\), 0 overrides file\(s\); 270 event types/);
+      expect(res.stdout).toMatch(/ok \(1 tenant\(s\), 1 source\(s\), 1 destination\(s\), 0 overrides file\(s\), 0 lookup file\(s\); 270 event types/);
     }
   });
 
