@@ -1,5 +1,15 @@
-/** What the bench and the soak read of a running daemon: its resident set and what it has exported. */
+/** What the bench and the soak need around a running daemon: a free port for it, its resident set, what it has exported. */
 import fs from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
+
+/** A port free on 127.0.0.1 now (for the daemon's HTTP endpoints). */
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
 
 /** The process's resident set (VmRSS), in kB; 0 once it is gone. */
 export function readVmRssKb(pid: number): number {

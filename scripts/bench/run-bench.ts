@@ -33,8 +33,8 @@ import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
-import net, { type AddressInfo } from 'node:net';
-import { readVmRssKb, exportedSoFar } from './daemon-probes.js';
+import type { AddressInfo } from 'node:net';
+import { freePort, readVmRssKb, exportedSoFar } from './daemon-probes.js';
 import { generateCorpus, generateBigObject, makeWorld, Rng, CORPUS_SEED, REPO_ROOT, type CorpusSummary, type BigObjectSummary } from './corpus.js';
 
 const BENCH_DIR = path.join(REPO_ROOT, 'scripts', 'bench');
@@ -625,14 +625,6 @@ interface TenantsResult {
   cpuSeconds: number;
   ok: boolean;
   problem?: string;
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
 }
 
 async function runTenants(workDir: string, sourceDir: string, eventsPerTenant: number, n: number, endpoint: string, cli: string = CLI): Promise<TenantsResult> {

@@ -23,14 +23,14 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT, Rng, makeWorld, vizqlRecord } from '../bench/corpus.js';
-import { exportedSoFar, readVmRssKb } from '../bench/daemon-probes.js';
+import { freePort, exportedSoFar, readVmRssKb } from '../bench/daemon-probes.js';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
@@ -118,14 +118,6 @@ function startReceiver(): Promise<{ url: string; stats: { requests: number; byte
       });
     }),
   );
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
 }
 
 // ---- the daemon's figures ------------------------------------------------------------------

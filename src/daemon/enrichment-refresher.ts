@@ -462,11 +462,6 @@ export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRef
   });
 }
 
-/** The pool as the enrichment data's sink (EncodeWorkerPool implements ReferenceDataSink). */
-export function referenceSinkOf(pool: EncodeWorkerPool): ReferenceDataSink {
-  return pool;
-}
-
 /**
  * A tenant's enrichment for a one-off command (`replay`): loaded once (within `initialWait`)
  * and published to `sink`; a tcm source it shares the connection of is built for it alone

@@ -31,7 +31,7 @@ import { deliver, type RetryPolicy } from '../export/delivery.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { uidPrefixFor } from '../sources/source.js';
 import { EncodeWorkerPool } from '../pipeline/worker-pool.js';
-import { referenceSinkOf, startEnrichmentFor } from './enrichment-refresher.js';
+import { startEnrichmentFor } from './enrichment-refresher.js';
 import type { ChunkSegment } from '../pipeline/chunk-processor.js';
 import { deadLetterFiles, keyInfoOfLetter, readDeadLetterFile, ReplayRecordStore, type BadLineLetter, type RejectedBatchLetter, type StoredLetter } from '../pipeline/dead-letter-store.js';
 import { reasonLabel } from '../pipeline/source-runner.js';
@@ -366,7 +366,7 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
     const g = groups.get(key);
     if (!g || g.items.length === 0) return;
     groups.delete(key);
-    if (!options.dryRun) await (enrichment ??= startEnrichmentFor(tenant, { baseDir: job.loaded.baseDir, env: job.env, log: job.log }, referenceSinkOf(pool), signal));
+    if (!options.dryRun) await (enrichment ??= startEnrichmentFor(tenant, { baseDir: job.loaded.baseDir, env: job.env, log: job.log }, pool, signal));
     await sendGroup(g, { tenant, pool, targets, replayed, report, settings, signal, dryRun: options.dryRun, log: job.log });
   };
 

@@ -23,7 +23,7 @@ import { CheckpointSaver, SourceRunner, type PipelineSettings, type TenantContex
 import type { Logger } from './logger.js';
 import type { DaemonMetrics } from './metrics.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
-import { createEnrichmentRefresher, referenceSinkOf, type EnrichmentCache, type EnrichmentRefresher } from './enrichment-refresher.js';
+import { createEnrichmentRefresher, type EnrichmentCache, type EnrichmentRefresher } from './enrichment-refresher.js';
 import type { ProcessorTenant } from '../pipeline/chunk-processor.js';
 
 export interface TenantRuntimeOptions {
@@ -126,14 +126,14 @@ export class TenantRuntime {
     this.deadLetters = deadLetters;
     this.checkpoints = checkpoints;
     this.ctx = ctx;
-    if (this.enrichment) this.enrichment.start(referenceSinkOf(pool));
+    if (this.enrichment) this.enrichment.start(pool);
     else options.enrichmentCache?.delete(this.id); // enrichment taken out of the tenant's config: the kept copy goes
   }
 
   /** Hand the following batches to another encode pool (after a config reload); batches already handed over finish where they are. */
   setPool(pool: EncodeWorkerPool): void {
     if (this.ctx) this.ctx.pool = pool;
-    if (this.ctx) this.enrichment?.setSink(referenceSinkOf(pool));
+    if (this.ctx) this.enrichment?.setSink(pool);
   }
 
   /** Read everything available now and wait for it to be acknowledged. */

@@ -47,16 +47,6 @@ export class UserTable {
     for (const row of this.rows) yield decodeUser(row, this.sites, this.roles, shared);
   }
 
-  /** The same, built in slices with a turn of the event loop between them (200 000 users take most of a second). */
-  async toReferencesInSlices(rowsPerSlice = 10_000): Promise<UserReference[]> {
-    const shared = new Map<string, Readonly<Record<string, string>>>();
-    const out: UserReference[] = new Array<UserReference>(this.rows.length);
-    for (let i = 0; i < this.rows.length; i++) {
-      if (i > 0 && i % rowsPerSlice === 0) await new Promise((r) => setImmediate(r));
-      out[i] = decodeUser(this.rows[i]!, this.sites, this.roles, shared);
-    }
-    return out;
-  }
 }
 
 /** One user from its row; `shared` (when given) hands out one frozen roles object per distinct set of site roles. */
