@@ -2,7 +2,7 @@
  * A tenant's reference data (users and sites, reference-data.ts) as one compact table in a
  * SharedArrayBuffer: built once in the main thread, read in place by every encode worker
  * (a worker is handed the buffer, not a copy; a found entry's strings are decoded on lookup and
- * kept in a small per-worker cache).
+ * kept in a small per-worker cache keyed by the LUID, so a user seen again costs one map lookup).
  *
  * Layout (all sections 4-byte aligned, little-endian as the platform's typed arrays):
  *   header   Int32[HEADER_WORDS]: magic, version, counts and byte offsets of the sections
@@ -36,8 +36,11 @@ const H_LOADED_AT_HI = 14;
 const H_LOADED_AT_LO = 15;
 const HEADER_WORDS = 16;
 
-/** Decoded users each reader keeps (per worker and tenant, about a MB at most), direct-mapped by their place in the table. */
-const CACHE_ENTRIES = 4096;
+/**
+ * LUIDs each reader keeps decoded (per worker and tenant: about 2 MB at most, with what writers
+ * cache on them); when full it starts afresh (activity is skewed: the busy users are back at once).
+ */
+const CACHE_ENTRIES = 8192;
 
 /** A user as a lookup gives it: what the reference data says, and its site role on a site. */
 export interface FoundUser {
@@ -47,8 +50,14 @@ export interface FoundUser {
   readonly fullName: string | undefined;
   /** The user's site role on that site (undefined: none known). */
   roleOn(siteLuid: string): string | undefined;
-  /** The same as a one-item array (one array per user and site, reused: read-only). */
+  /** The same as a one-item array (one array per role name, reused: read-only). */
   rolesOn(siteLuid: string): readonly string[] | undefined;
+  /**
+   * Scratch space of this reader's copy of the user, for what a consumer derives from it and
+   * wants to keep while the user stays cached (e.g. the encoded attributes, enrichment.ts):
+   * index by an id of the consumer's own. Lost when the cache starts afresh.
+   */
+  readonly memo: unknown[];
 }
 
 export interface FoundSite {
@@ -242,9 +251,9 @@ function fillSlots(slots: Int32Array, ids: readonly string[], starts: Uint32Arra
 }
 
 class TableUser implements FoundUser {
+  readonly memo: unknown[] = [];
+
   constructor(
-    /** Where the entry starts in the table (its cache tag). */
-    readonly at: number,
     readonly id: string,
     readonly name: string | undefined,
     readonly email: string | undefined,
@@ -274,8 +283,8 @@ export class ReferenceTable {
   private readonly dictStrings: Array<string | undefined>;
   private readonly blobAt: number;
   readonly loadedAtMs: number;
-  /** Decoded users, direct-mapped by where they start in the table. */
-  private readonly userCache: Array<TableUser | undefined> = new Array<TableUser | undefined>(CACHE_ENTRIES).fill(undefined);
+  /** Decoded users by LUID (null: not in the table), up to CACHE_ENTRIES. */
+  private userCache = new Map<string, TableUser | null>();
   /** Dictionary string → index (the site LUIDs and roles of `siteRoles`), made on first use. */
   private dictIndex: Map<string, number> | undefined;
   /** One-item arrays of the role names, by dictionary index (shared by every record: read-only). */
@@ -307,24 +316,24 @@ export class ReferenceTable {
 
   user(luid: string): FoundUser | undefined {
     if (luid === this.lastKey) return this.lastUser;
-    const at = this.find(this.userSlots, luid);
-    let found: TableUser | undefined;
-    if (at >= 0) {
-      const k = at % CACHE_ENTRIES;
-      found = this.userCache[k];
-      if (found === undefined || found.at !== at) {
+    let found = this.userCache.get(luid);
+    if (found === undefined) {
+      found = null;
+      const at = this.find(this.userSlots, luid);
+      if (at >= 0) {
         this.pos = at;
         this.skipString(); // id: the key
         const name = this.string();
         const email = this.string();
         const fullName = this.string();
-        found = new TableUser(at, luid, name, email, fullName, this, this.pos);
-        this.userCache[k] = found;
+        found = new TableUser(luid, name, email, fullName, this, this.pos);
       }
+      if (this.userCache.size >= CACHE_ENTRIES) this.userCache = new Map();
+      this.userCache.set(luid, found);
     }
     this.lastKey = luid;
-    this.lastUser = found;
-    return found;
+    this.lastUser = found ?? undefined;
+    return this.lastUser;
   }
 
   site(luid: string): FoundSite | undefined {
