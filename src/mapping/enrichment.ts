@@ -68,24 +68,24 @@ export interface EnrichmentSink {
   set(name: string, value: AttrValue): void;
 }
 
-/** What the join needs of one mapped record. */
-export interface EnrichmentInput {
-  /** `user.id` as mapped. */
-  actor: AttrValue | undefined;
-  /** `tableau.target.user.id` as mapped. */
-  target: AttrValue | undefined;
-  /** The type's target is that user (`target.type: user`): a record without `tableau.target.name` gets the user's name there. */
-  targetIsUser?: boolean;
-  /** The record's `initiatingUserLuid` (site records). */
-  initiating: unknown;
-  /** The record's site (its resource's `tableau.site_luid`). */
-  siteLuid: string | undefined;
-}
-
-/** Add what the table knows of the record's users; returns whether any user was found. */
-export function enrichRecord(table: ReferenceTable, sink: EnrichmentSink, input: EnrichmentInput): boolean {
+/**
+ * Add what the table knows of the record's users; returns whether any user was found. What it
+ * reads of the record (positional: no object per record): `actor` and `target`, `user.id` and
+ * `tableau.target.user.id` as mapped; `targetIsUser`, the type's target is that user (a record
+ * without `tableau.target.name` gets the user's name there); `initiating`, the record's
+ * `initiatingUserLuid` (site records); `siteLuid`, the record's site (its resource's
+ * `tableau.site_luid`).
+ */
+export function enrichRecord(
+  table: ReferenceTable,
+  sink: EnrichmentSink,
+  actor: AttrValue | undefined,
+  target: AttrValue | undefined,
+  targetIsUser: boolean,
+  initiating: unknown,
+  siteLuid: string | undefined,
+): boolean {
   let found = false;
-  const { actor, target, initiating, siteLuid } = input;
   if (typeof actor === 'string' && actor !== '') {
     const u = table.user(actor);
     if (u) {
@@ -97,7 +97,7 @@ export function enrichRecord(table: ReferenceTable, sink: EnrichmentSink, input:
     const u = table.user(target);
     if (u) {
       addUser(sink, TARGET_USER, u, siteLuid);
-      if (input.targetIsUser && u.name !== undefined && !sink.has(ATTR_TARGET_NAME)) sink.set(ATTR_TARGET_NAME, u.name);
+      if (targetIsUser && u.name !== undefined && !sink.has(ATTR_TARGET_NAME)) sink.set(ATTR_TARGET_NAME, u.name);
       found = true;
     }
   }

@@ -152,6 +152,8 @@ function firstOf(rec: RecordFields, names: readonly string[]): unknown {
 export class RecordMapper {
   readonly drift: SchemaDriftCounters = { unknownEventTypes: new Map(), unknownAttributes: new Map() };
   private readonly prefix: string;
+  /** `<prefix>site_luid`, the resource attribute of a record's site (made once: a concatenation on every record costs a lookup of a new string). */
+  private readonly siteLuidName: string;
   private readonly eventNamePrefix: string;
   private readonly resources = new Map<string, ResourceDescriptor>();
   private readonly semconv: Record<Family, ReadonlyMap<string, string>>;
@@ -173,6 +175,7 @@ export class RecordMapper {
   ) {
     const d = catalog.defaults;
     this.prefix = d.attributePrefix;
+    this.siteLuidName = `${d.attributePrefix}site_luid`;
     this.eventNamePrefix = d.eventNamePrefix;
     this.semconv = {
       site: new Map(Object.entries(d.site.semanticConventions)),
@@ -301,7 +304,7 @@ export class RecordMapper {
   private bodyField(plan: TypePlan, family: Family, n: string): string {
     let out = plan.bodyFields[family].get(n);
     if (out === undefined) {
-      out = this.overrides.outputName(n === 'user' ? ATTR_USER_ID : n === 'siteLuid' ? this.prefix + 'site_luid' : this.outputNameOf(family, plan, n));
+      out = this.overrides.outputName(n === 'user' ? ATTR_USER_ID : n === 'siteLuid' ? this.siteLuidName : this.outputNameOf(family, plan, n));
       plan.bodyFields[family].set(n, out);
     }
     return out;
@@ -408,8 +411,8 @@ export class RecordMapper {
     if (!head.ok) return head;
     const { eventType, plan } = head;
     const reference = this.reference;
-    if (reference?.status === 'loaded') this.enrich(reference, head, sink, (name) => sink.read(name));
-    const lookup = this.bodyLookup(head, (name) => sink.read(name));
+    if (reference?.status === 'loaded') this.enrich(reference, head, sink, this.readDirect);
+    const lookup = this.bodyLookup(head, this.readDirect);
     out.end(renderBody(plan, eventType, lookup, head.errorType));
     // (one result object per mapper, read by the caller before the next record)
     const r = this.directResult;
@@ -423,6 +426,8 @@ export class RecordMapper {
 
   /** The sink of mapDirect: the writer, plus the values the body will read. One per mapper, reused. */
   private readonly directSink = new DirectSink((plan, family) => this.bodyWanted(plan, family));
+  /** A value the direct sink kept, by output name (one function for every record). */
+  private readonly readDirect = (name: string): AttrValue | undefined => this.directSink.read(name);
 
 
   /** Body placeholders → values of the attributes as emitted (`read` by output name). */
@@ -440,7 +445,7 @@ export class RecordMapper {
         case 'eventTime':
           return rec.get('eventTime');
         case 'siteLuid':
-          return read(this.bodyField(plan, family, n)) ?? resource.attributes[this.prefix + 'site_luid'];
+          return read(this.bodyField(plan, family, n)) ?? resource.attributes[this.siteLuidName];
         case 'requestUri': {
           const path = read(this.overrides.outputName(ATTR_URL_PATH));
           const query = read(this.overrides.outputName(ATTR_URL_QUERY));
@@ -563,7 +568,7 @@ export class RecordMapper {
       plan.routesById = { site: [], tenant: [] };
     }
     const byId = plan.routesById[family];
-    const liftedSite = resource.attributes[this.prefix + 'site_luid'];
+    const liftedSite = resource.attributes[this.siteLuidName];
     for (let i = 0; i < n; i++) {
       if (rec.isNull(i)) continue;
       const k = rec.name(i);
@@ -648,16 +653,18 @@ export class RecordMapper {
 
   /** The join of a mapped record with the tenant's loaded reference data (enrichment.ts). */
   private enrich(reference: Extract<TenantReference, { status: 'loaded' }>, head: { resource: ResourceDescriptor; rec: RecordFields; family: Family; plan: TypePlan }, sink: AttributeSink, read: (outputName: string) => AttrValue | undefined): void {
-    const site = head.resource.attributes[this.prefix + 'site_luid'];
+    const site = head.resource.attributes[this.siteLuidName];
     const siteLuid = typeof site === 'string' ? site : undefined;
-    enrichRecord(reference.table, sink, {
-      actor: read(ATTR_USER_ID),
-      target: read(ATTR_TARGET_USER_ID),
-      targetIsUser: head.plan.entry?.target?.type === 'user',
+    enrichRecord(
+      reference.table,
+      sink,
+      read(ATTR_USER_ID),
+      read(ATTR_TARGET_USER_ID),
+      head.plan.entry?.target?.type === 'user',
       // (the initiating user is named apart only under impersonation, which setIdentity marks)
-      initiating: head.family === 'site' && sink.has(ATTR_IMPERSONATED) ? head.rec.get(INITIATING_USER_FIELD) : undefined,
+      head.family === 'site' && sink.has(ATTR_IMPERSONATED) ? head.rec.get(INITIATING_USER_FIELD) : undefined,
       siteLuid,
-    });
+    );
   }
 
   /**
@@ -782,7 +789,7 @@ export class RecordMapper {
       const tableauTenant = key.tenantId ?? settings?.tableauTenantId;
       if (tableauTenant) attributes[RESOURCE_TABLEAU_TENANT_ID] = tableauTenant;
       attributes[RESOURCE_TENANT_LABEL] = this.options.tenantId;
-      if (siteLuid) attributes[this.prefix + 'site_luid'] = siteLuid;
+      if (siteLuid) attributes[this.siteLuidName] = siteLuid;
       if (key.pod) attributes[this.prefix + 'pod'] = key.pod;
       // the site's name and content URL from the reference data (the cache is emptied when it changes)
       if (this.reference?.status === 'loaded') Object.assign(attributes, siteResourceAttributes(this.reference.table, siteLuid));
