@@ -25,7 +25,7 @@ export const DEFAULT_PIPELINE_SETTINGS: PipelineSettings = {
   batchSize: 1000,
   maxBatchBytes: 2 * 1024 * 1024,
   maxInFlightBatches: 8,
-  maxInFlightBytes: 8 * 1024 * 1024,
+  maxInFlightBytes: 16 * 1024 * 1024,
   maxLineBytes: 16 * 1024 * 1024,
   maxObjectBytes: 16 * 1024 ** 3,
   maxObjectLines: 50_000_000,
