@@ -51,8 +51,5 @@ EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.TAO_LISTEN||':9464').split(':').pop()+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-# the main thread's young generation capped at 2 MB semi-spaces (16 by default): about 16 MB less
-# peak RSS while a backlog is read, no CPU cost measured (docs/performance.md, "Sizing a sidecar");
-# only the node command line can set it
-ENTRYPOINT ["node", "--max-semi-space-size=2", "/app/dist/cli.js"]
+ENTRYPOINT ["node", "/app/dist/cli.js"]
 CMD ["run", "--config", "/config/config.yaml"]
