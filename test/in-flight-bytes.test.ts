@@ -56,14 +56,15 @@ afterEach(async () => {
   receiver = undefined;
 });
 
-/** Raw bytes of the tree's objects (gunzipped), so the budget can be set in batches. */
-function rawBytes(root: string, keys: string[]): number {
-  let n = 0;
+/** Raw bytes of the smallest batch: every `batch` lines of an object (batches hold whole chunks of `batch` lines of one object here). */
+function smallestBatchBytes(root: string, keys: string[], batch: number): number {
+  let min = Infinity;
   for (const key of keys) {
     const bytes = readFileSync(join(root, ...key.split('/')));
-    n += bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes).length : bytes.length;
+    const lines = (bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes).toString('utf8').split('\n').filter((l) => l.length > 0);
+    for (let i = 0; i < lines.length; i += batch) min = Math.min(min, lines.slice(i, i + batch).reduce((n, l) => n + Buffer.byteLength(l) + 1, 0));
   }
-  return n;
+  return min;
 }
 
 describe('pipeline.maxInFlightBytes', () => {
@@ -80,11 +81,10 @@ describe('pipeline.maxInFlightBytes', () => {
   }
 
   it('bounds the requests in flight by their bytes, not only by their count', async () => {
-    // measure a batch's size with a first tree, then allow two and a half batches' bytes
+    // the same tree as run() writes (seeded by position): a budget that no three of its batches fit in
     const probe = tempDir();
     const tree = writeFixtureTree(join(probe, 'logs'), 8, 200);
-    const perBatch = rawBytes(join(probe, 'logs'), tree.files) / (tree.records.length / BATCH);
-    const budget = Math.ceil(perBatch * 2.5);
+    const budget = 3 * smallestBatchBytes(join(probe, 'logs'), tree.files, BATCH) - 1;
 
     const limited = await run(`batchSize: ${BATCH}, maxInFlightBatches: 8, maxInFlightBytes: ${budget}`);
     expect(new Set(limited.seqs).size).toBe(limited.expected);
