@@ -70,6 +70,8 @@ const { values: flags } = parseArgs({
     'tenant-idle': { type: 'string', default: '20' },
     'no-throughput': { type: 'boolean', default: false },
     baseline: { type: 'string' },
+    'ours-node-flags': { type: 'string', default: '' },
+    'ours-env': { type: 'string', multiple: true, default: [] },
     enrichment: { type: 'boolean', default: false },
     json: { type: 'string' },
     profile: { type: 'boolean', default: false },
@@ -87,6 +89,8 @@ if (flags.help) {
       '  --tenant-idle S  seconds the tenants stay idle after their data before RSS is read (default 20)\n' +
       '  --no-throughput  only the --tenants measurement\n' +
       '  --baseline DIR   also run DIR/dist/cli.js (another checkout, built) in every repetition: before/after in one run\n' +
+      '  --ours-node-flags "FLAGS"  node flags for ours (not the baseline), e.g. the image\'s: --ours-node-flags=--max-semi-space-size=1\n' +
+      '  --ours-env K=V   an environment variable for ours (not the baseline); repeatable\n' +
       '  --enrichment     also run ours with enrichment on (lookup files of 200 000 users and 5 000 sites, the corpus\'s among them) in every repetition\n',
   );
   process.exit(0);
@@ -108,6 +112,22 @@ const RUN_PLAIN = flags.plain && !flags['no-plain'];
 const TENANTS = flags.tenants === '0' ? 0 : positiveInt('tenants', flags.tenants);
 const TENANT_IDLE_SECONDS = positiveInt('tenant-idle', flags['tenant-idle']);
 const RUN_THROUGHPUT = !flags['no-throughput'];
+/** Node flags and environment for ours only (e.g. the image's launcher: Dockerfile ENTRYPOINT and ENV), not for the baseline. */
+const OURS_NODE_FLAGS = flags['ours-node-flags'].split(/\s+/).filter((f) => f.length > 0);
+const OURS_ENV: Record<string, string> = {};
+for (const kv of flags['ours-env']) {
+  const i = kv.indexOf('=');
+  if (i <= 0) {
+    process.stderr.write(`--ours-env: expected K=V, got ${kv}\n`);
+    process.exit(2);
+  }
+  OURS_ENV[kv.slice(0, i)] = kv.slice(i + 1);
+}
+/** The node arguments and environment of a run of `cli`: ours gets OURS_NODE_FLAGS and OURS_ENV. */
+function launch(cli: string, args: string[], nodeFlags: string[] = []): { args: string[]; env: NodeJS.ProcessEnv } {
+  if (cli !== CLI) return { args: [...nodeFlags, cli, ...args], env: childEnv() };
+  return { args: [...OURS_NODE_FLAGS, ...nodeFlags, cli, ...args], env: { ...childEnv(), ...OURS_ENV } };
+}
 const RUN_ENRICHMENT = flags.enrichment;
 const BASELINE_CLI = flags.baseline ? path.resolve(flags.baseline, 'dist', 'cli.js') : undefined;
 if (BASELINE_CLI && !fs.existsSync(BASELINE_CLI)) {
@@ -449,7 +469,8 @@ async function runOurs(
   await fsp.rm(stateDir, { recursive: true, force: true });
   const config = await writeOursConfig(workDir, sourceDir, stateDir, endpoint, extraYaml);
   receiver.reset();
-  const r = await runChild([...nodeFlags, cli, 'run', '--once', '--config', config]);
+  const l = launch(cli, ['run', '--once', '--config', config], nodeFlags);
+  const r = await runChild(l.args, l.env);
   let finished: Record<string, unknown> | undefined;
   for (const line of r.stderr.split('\n')) {
     if (!line.includes('run --once finished')) continue;
@@ -648,7 +669,8 @@ async function runTenants(workDir: string, sourceDir: string, eventsPerTenant: n
   let secondsToExported = NaN;
   const samples: number[] = [];
   const started = Date.now();
-  const r = await runChild([cli, 'run', '--config', config], childEnv(), (child) => {
+  const l = launch(cli, ['run', '--config', config]);
+  const r = await runChild(l.args, l.env, (child) => {
     void (async () => {
       const deadline = started + 600_000;
       let exported = 0;
@@ -725,6 +747,7 @@ async function main(): Promise<number> {
     const out: string[] = [];
     out.push('');
     out.push(`tableau-activity-otel benchmark — Node ${process.version}, ${cores} cores (${cpu}), ${os.platform()} ${os.release()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the start`);
+    if (OURS_NODE_FLAGS.length > 0 || Object.keys(OURS_ENV).length > 0) out.push(`ours runs as: ${Object.entries(OURS_ENV).map(([k, v]) => `${k}=${v} `).join('')}node ${[...OURS_NODE_FLAGS, 'dist/cli.js'].join(' ')} (the baseline without)`);
     const failures: string[] = [];
     const doc: Record<string, unknown> = {
       machine: { node: process.version, cores, cpu, platform: os.platform(), release: os.release(), totalMemMb: Math.round(os.totalmem() / 1e6), loadAverageAtStart: os.loadavg() },

@@ -208,6 +208,7 @@ export const OPTION_DOCS: Record<string, OptionDocs> = {
     batchSize: { text: 'lines per batch (one export request per destination, split further if a destination\'s size limit needs it)' },
     maxBatchBytes: { text: 'raw bytes per batch' },
     maxInFlightBatches: { text: 'unacknowledged batches per source: bounds memory and the re-sends after a crash' },
+    maxInFlightBytes: { text: 'raw bytes of those batches together (16 MiB: eight full batches of the default size; their requests take about 1.6 times as much again): bounds their memory whatever `maxBatchBytes` is; a larger batch goes alone' },
     maxLineBytes: { text: 'longer lines are dead-lettered without being buffered' },
     maxObjectBytes: { text: 'decompressed bytes per object (16 GiB); the rest of a bigger one is one dead letter' },
     maxObjectLines: { text: 'lines per object, blank ones included; the rest is one dead letter' },

@@ -66,6 +66,8 @@ export const pipelineConfigSchema = z
     batchSize: z.number().int().min(1).max(100_000).default(1000),
     maxBatchBytes: z.number().int().min(1024).default(2 * 1024 * 1024),
     maxInFlightBatches: z.number().int().min(1).max(64).default(8),
+    /** Raw bytes of the batches in flight together (16 MiB: eight full batches of the default size); a larger batch goes alone. */
+    maxInFlightBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
     maxLineBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
     /** Decompressed bytes one object may have (default 16 GiB); the rest of a bigger one is dead-lettered. */
     maxObjectBytes: z.number().int().min(1024).default(16 * 1024 ** 3),

@@ -23,6 +23,7 @@ export function pipelineSettings(loaded: LoadedConfig, once: boolean): PipelineS
     batchSize: p.batchSize,
     maxBatchBytes: p.maxBatchBytes,
     maxInFlightBatches: p.maxInFlightBatches,
+    maxInFlightBytes: p.maxInFlightBytes,
     maxLineBytes: p.maxLineBytes,
     maxObjectBytes: p.maxObjectBytes,
     maxObjectLines: p.maxObjectLines,

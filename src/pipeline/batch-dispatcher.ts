@@ -1,6 +1,6 @@
 /**
  * Chunks into batches, and batches through the encode workers to the destinations: at most
- * `maxInFlightBatches` at a time (a full set makes reading wait), none while the checkpoint
+ * `maxInFlightBatches` at a time and `maxInFlightBytes` of them (a full set makes reading wait), none while the checkpoint
  * cannot be written. A delivered batch settles its pieces in their objects' trackers, so the
  * checkpoint moves past them; one that is not delivered leaves them unsettled.
  */
@@ -37,7 +37,7 @@ export class BatchDispatcher {
     /** Aborts deliveries in progress (hard stop). */
     private readonly deliverySignal: AbortSignal,
   ) {
-    this.slots = new InFlightSlots(ctx.settings.maxInFlightBatches);
+    this.slots = new InFlightSlots(ctx.settings.maxInFlightBatches, ctx.settings.maxInFlightBytes);
     this.fanout = new DeliveryFanout(ctx, telemetry, deadLetters, deliverySignal, (err) => {
       this.failure ??= err;
     });
@@ -59,7 +59,7 @@ export class BatchDispatcher {
     if (b.segments.length === 0) return;
     this.batch = emptyBatch();
     await this.waitForCheckpointWritable();
-    await this.slots.acquire();
+    await this.slots.acquire(b.bytes);
     const p = this.processAndDeliver(b)
       .then((ok) => {
         if (ok) for (const r of b.refs) r.tracker.settle(r.entry);
@@ -69,7 +69,7 @@ export class BatchDispatcher {
         this.failure ??= new DestinationUnavailableError('pipeline', (err as Error).message);
       })
       .finally(() => {
-        this.slots.release();
+        this.slots.release(b.bytes);
         this.inFlight.delete(p);
       });
     this.inFlight.add(p);

@@ -7,6 +7,8 @@ export interface PipelineSettings {
   /** Most raw bytes in one batch. */
   maxBatchBytes: number;
   maxInFlightBatches: number;
+  /** Most raw bytes of the batches in flight together (a larger batch goes alone). */
+  maxInFlightBytes: number;
   maxLineBytes: number;
   /** Decompressed bytes one object may have; the rest is dead-lettered (bounds a decompression bomb). */
   maxObjectBytes: number;
@@ -23,6 +25,7 @@ export const DEFAULT_PIPELINE_SETTINGS: PipelineSettings = {
   batchSize: 1000,
   maxBatchBytes: 2 * 1024 * 1024,
   maxInFlightBatches: 8,
+  maxInFlightBytes: 16 * 1024 * 1024,
   maxLineBytes: 16 * 1024 * 1024,
   maxObjectBytes: 16 * 1024 ** 3,
   maxObjectLines: 50_000_000,

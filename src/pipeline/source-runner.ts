@@ -11,8 +11,9 @@
  * This file is the poll loop: list, read the objects (a few opened ahead), wait until what was
  * read is acknowledged, save the checkpoint.
  *
- * Memory is bounded by `maxInFlightBatches` × (`maxBatchBytes` + its encodings), whatever the
- * object size or destination speed: when that many batches are unacknowledged, reading waits.
+ * Memory is bounded by `maxInFlightBatches` × (`maxBatchBytes` + its encodings), and by
+ * `maxInFlightBytes` (+ one batch) of raw bytes and their encodings, whatever the object size or
+ * destination speed: when that many batches or bytes are unacknowledged, reading waits.
  * A crash re-sends at most the batches that were in flight (their records keep their
  * `log.record.uid`, so destinations can drop the duplicates).
  */
