@@ -29,7 +29,7 @@ import { Backoff, type BackoffPolicy } from '../core/backoff.js';
 import type { Logger } from '../core/logger.js';
 import { sourceMetrics, type EnrichmentMetrics, type PipelineMetrics } from '../core/metrics.js';
 import { sleep } from '../core/sleep.js';
-import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
+import type { ReferenceData, ReferenceDataSink, SiteReference } from '../mapping/reference-data.js';
 import { SITE_FIELD_SOURCES, USER_FIELD_SOURCES, type EnrichmentField, type FieldCensus, type ReferenceKind } from '../sources/reference-records.js';
 import { referenceBuilder, type ReferenceCopy } from '../sources/reference-copy.js';
 import { LookupFileWatcher } from '../sources/reference-lookup-file.js';
@@ -42,6 +42,9 @@ import { fetchTcmSites, fetchTcmUsers } from '../sources/tcm/tcm-reference-data.
 import { TcmSource } from '../sources/tcm/tcm-source.js';
 import { enrichmentFields, enrichmentTcm, type EnrichmentConfig } from './enrichment-config.js';
 import type { TenantConfig } from './config.js';
+
+/** The sites of a tenant without any (one array: a table made of the same users and sites is made once). */
+const NO_SITES: readonly SiteReference[] = Object.freeze([]);
 
 /** One load: its copy (the configured fields only), and what was read. */
 export interface LoadedReferences {
@@ -203,8 +206,9 @@ export class EnrichmentRefresher {
   }
 
   /**
-   * What is published now: the users made from their compact copy one at a time as the pool
-   * builds its table (no array of 200 000 objects: it was some 55 MB at the peak of a load).
+   * What is published now: the users as their table section (the pool makes the workers' table
+   * of it in place, the sites added: reference-table-builder.ts), the sites as they are. The
+   * same copies give the same table again (a new pool after a reload: nothing is copied).
    */
   async current(): Promise<ReferenceData> {
     const users = this.states.get('users')?.copy;
@@ -217,8 +221,8 @@ export class EnrichmentRefresher {
     const loadedAtMs = loaded ? Math.min(...withCopy.map((st) => st.loadedAtMs)) : 0;
     return {
       status: loaded ? 'loaded' : 'pending',
-      users: users?.kind === 'users' ? { [Symbol.iterator]: () => users.users.references() } : [],
-      sites: sites?.kind === 'sites' ? sites.sites : [],
+      users: users?.kind === 'users' ? users.users.section : [],
+      sites: sites?.kind === 'sites' ? sites.sites : NO_SITES,
       loadedAtMs,
     };
   }
