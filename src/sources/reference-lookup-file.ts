@@ -12,17 +12,24 @@
  *
  * {@link LookupFileWatcher} notices changes by size, mtime and inode, then by content hash (a
  * file touched but not changed replaces nothing); a file that failed is not read again until it
- * changes. The file is parsed as it streams in, never held whole in memory.
+ * changes. The file is parsed as it streams in, never held whole in memory, in a short-lived
+ * thread of its own with a small heap (reference-lookup-worker.ts, {@link readLookupFile}): what
+ * parsing leaves behind (some 50 MB for 200 000 users) goes with the thread, and the users it
+ * read are in a SharedArrayBuffer the daemon keeps.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { extname } from 'node:path';
 import { parse as parseCsv, type CsvError, type Info } from 'csv-parse';
+import type { SiteReference } from '../mapping/reference-data.js';
 import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
-import { referenceBuilder, type ReferenceCopy } from './reference-copy.js';
+import { referenceBuilder, UserTable, type ReferenceCopy } from './reference-copy.js';
+import { UserSection, type TransferableUserSection } from '../mapping/reference-table-builder.js';
 
 export type LookupFormat = 'csv' | 'ndjson';
 
@@ -42,7 +49,7 @@ export class LookupFileError extends Error {
   constructor(
     readonly file: string,
     readonly line: number | undefined,
-    problem: string,
+    readonly problem: string,
   ) {
     super(line === undefined ? `${file}: ${problem}` : `${file}:${line}: ${problem}`);
     this.name = 'LookupFileError';
@@ -208,7 +215,7 @@ export class LookupFileWatcher {
     // read as it streams (never whole); the hash comes with the entries
     let result: LookupFileResult;
     try {
-      result = await parseLookupStream(this.kind, this.file, createReadStream(this.file, { highWaterMark: 256 * 1024 }), this.format, this.maxItems, this.fields);
+      result = await readLookupFile(this.kind, this.file, this.format, this.maxItems, this.fields, { size });
     } catch (err) {
       if (err instanceof LookupFileError && err.line === undefined && /cannot read/.test(err.message)) this.signature = undefined; // read again next time
       throw err;
@@ -220,4 +227,83 @@ export class LookupFileWatcher {
     this.hash = result.hash;
     return result;
   }
+}
+
+/** The compiled lookup worker (next to this file, in dist/ and in the bundle); not there when run from the TypeScript sources (tests). */
+const LOOKUP_WORKER_FILE = fileURLToPath(new URL('./reference-lookup-worker.js', import.meta.url));
+
+/**
+ * Heap limits of the lookup thread: what it keeps is the dictionary of site LUIDs and roles, the
+ * sites (at most maxSites objects) and the census; the users go into the shared buffer. The young
+ * generation is small, as in the encode workers: every parsed line dies at once.
+ */
+export const LOOKUP_WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 64 };
+
+/** What the lookup worker is told, and what it answers. */
+export interface LookupWorkerInput {
+  kind: ReferenceKind;
+  file: string;
+  format: LookupFormat;
+  maxItems: number;
+  fields: EnrichmentField[];
+}
+export type LookupWorkerAnswer =
+  | { ok: true; users?: TransferableUserSection; sites?: SiteReference[]; census: ReturnType<FieldCensus['toData']>; entries: number; hash: string }
+  | { ok: false; file: string; line: number | undefined; problem: string };
+
+/** Smaller files are parsed in the calling thread: a thread costs some 10 MB itself, more than parsing them leaves behind. */
+export const LOOKUP_WORKER_MIN_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Read and parse a lookup file: in a thread of its own when it is big (`size` at least
+ * {@link LOOKUP_WORKER_MIN_BYTES}) and the compiled worker is there (the daemon, the CLI), else
+ * here (small files; the TypeScript sources under test). The same result and errors either way
+ * (a LookupFileError naming the file and the line).
+ */
+export async function readLookupFile(kind: ReferenceKind, file: string, format: LookupFormat, maxItems: number, fields: ReadonlySet<EnrichmentField>, options: { size: number; inThread?: boolean }): Promise<LookupFileResult> {
+  if (options.inThread || options.size < LOOKUP_WORKER_MIN_BYTES || !existsSync(LOOKUP_WORKER_FILE)) return parseLookupStream(kind, file, createReadStream(file, { highWaterMark: 256 * 1024 }), format, maxItems, fields);
+  const input: LookupWorkerInput = { kind, file, format, maxItems, fields: [...fields] };
+  // one lookup thread at a time in the process (each is a heap of its own: the peak of several
+  // files loading at once, e.g. a tenant's users and sites, is that of the biggest alone)
+  const turn = lookupThreads.then(() => inWorker(input));
+  lookupThreads = turn.then(
+    () => undefined,
+    () => undefined,
+  );
+  const answer = await turn;
+  if (!answer.ok) throw new LookupFileError(answer.file, answer.line, answer.problem);
+  const census = FieldCensus.fromData(answer.census);
+  let copy: ReferenceCopy;
+  if (answer.users) {
+    const users = new UserTable(UserSection.from(answer.users));
+    copy = { kind: 'users', users, length: users.length };
+  } else {
+    const sites = answer.sites ?? [];
+    copy = { kind: 'sites', sites, length: sites.length };
+  }
+  return { copy, census, entries: answer.entries, hash: answer.hash };
+}
+
+/** The lookup threads queued so far (one runs at a time). */
+let lookupThreads: Promise<void> = Promise.resolve();
+
+function inWorker(input: LookupWorkerInput): Promise<LookupWorkerAnswer> {
+  const { file } = input;
+  return new Promise<LookupWorkerAnswer>((resolve, reject) => {
+    const worker = new Worker(LOOKUP_WORKER_FILE, { workerData: input, resourceLimits: LOOKUP_WORKER_LIMITS });
+    // the answer counts once the thread has ended (its heap is gone before the next one starts)
+    let answer: LookupWorkerAnswer | undefined;
+    let failure: Error | undefined;
+    worker.once('message', (m: LookupWorkerAnswer) => {
+      answer = m;
+    });
+    worker.once('error', (err) => {
+      failure = err;
+    });
+    worker.once('exit', (code) => {
+      if (answer) resolve(answer);
+      else if (failure) reject(new LookupFileError(file, undefined, `cannot read the lookup file (its thread failed: ${(failure as NodeJS.ErrnoException).code ?? failure.message})`));
+      else reject(new LookupFileError(file, undefined, `cannot read the lookup file (its thread stopped with code ${code})`));
+    });
+  });
 }
