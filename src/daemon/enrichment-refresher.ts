@@ -134,6 +134,40 @@ interface KindState {
   attempted: boolean;
   /** The field names of the last census logged. */
   fieldsLogged: string | undefined;
+  /** The last load's error (cleared by a good load or check), and when. */
+  lastError: string | undefined;
+  lastErrorAt: number;
+}
+
+/** Longest error text `/readyz` shows. */
+const MAX_STATUS_ERROR = 500;
+
+/**
+ * What `/readyz` shows of one kind: `pending` (not loaded yet, the first load not failed),
+ * `loaded` (the copy is current: its last load or check succeeded), `failed-keeping-last-good`
+ * (the last attempt failed, the last good copy is in use), `failed` (no copy: every attempt
+ * failed), `stopped` (the tenant's runtime ended). Error texts are the log's: TCM errors never
+ * quote a secret, a lookup file's name the file and the line.
+ */
+export interface EnrichmentKindStatus {
+  kind: ReferenceKind;
+  /** `tcm` or the lookup file's path. */
+  from: string;
+  state: 'pending' | 'loaded' | 'failed-keeping-last-good' | 'failed' | 'stopped';
+  /** Entries in the copy in use (null: none). */
+  entries: number | null;
+  loadedAt: string | null;
+  /** Seconds since the copy was last known current (null: no copy). */
+  dataAgeSeconds: number | null;
+  lastError: string | null;
+  lastErrorAt: string | null;
+}
+
+/** The tenant's enrichment in `/readyz`: `state` is the worst of its kinds' (loaded, pending, failed-keeping-last-good, failed: the later counts). */
+export interface EnrichmentStatus {
+  state: EnrichmentKindStatus['state'];
+  users: EnrichmentKindStatus | null;
+  sites: EnrichmentKindStatus | null;
 }
 
 /** The first retry of a failed TCM list (capped at the refresh interval). */
@@ -158,7 +192,7 @@ export class EnrichmentRefresher {
   constructor(private readonly options: EnrichmentRefresherOptions) {
     this.tenantId = options.tenantId;
     this.log = options.log;
-    for (const loader of options.loaders) this.states.set(loader.kind, { loader, copy: undefined, loadedAtMs: 0, confirmedAtMs: 0, attempted: false, fieldsLogged: undefined });
+    for (const loader of options.loaders) this.states.set(loader.kind, { loader, copy: undefined, loadedAtMs: 0, confirmedAtMs: 0, attempted: false, fieldsLogged: undefined, lastError: undefined, lastErrorAt: 0 });
     this.firstAttempts = new Promise<void>((r) => (this.firstAttemptsDone = r));
   }
 
@@ -198,6 +232,30 @@ export class EnrichmentRefresher {
     if (!this.started || this.stopped) return;
     this.sink = sink;
     this.publish();
+  }
+
+  /** What `/readyz` shows (the daemon is ready or not without regard to it: records are sent without the names meanwhile). */
+  status(now = Date.now()): EnrichmentStatus {
+    const iso = (t: number): string | null => (t > 0 ? new Date(t).toISOString() : null);
+    const stopped = this.stopped !== undefined;
+    const kinds: Partial<Record<ReferenceKind, EnrichmentKindStatus>> = {};
+    for (const [kind, st] of this.states) {
+      const has = st.copy !== undefined;
+      const state: EnrichmentKindStatus['state'] = stopped ? 'stopped' : st.lastError !== undefined ? (has ? 'failed-keeping-last-good' : 'failed') : has ? 'loaded' : 'pending';
+      kinds[kind] = {
+        kind,
+        from: st.loader.from,
+        state,
+        entries: has ? st.copy!.length : null,
+        loadedAt: has ? iso(st.loadedAtMs) : null,
+        dataAgeSeconds: has && st.confirmedAtMs > 0 ? Math.max(0, Math.round((now - st.confirmedAtMs) / 1000)) : null,
+        lastError: st.lastError ?? null,
+        lastErrorAt: iso(st.lastErrorAt),
+      };
+    }
+    const order: EnrichmentKindStatus['state'][] = ['stopped', 'loaded', 'pending', 'failed-keeping-last-good', 'failed'];
+    const worst = Object.values(kinds).reduce<EnrichmentKindStatus['state']>((w, k) => (order.indexOf(k.state) > order.indexOf(w) ? k.state : w), stopped ? 'stopped' : 'loaded');
+    return { state: worst, users: kinds.users ?? null, sites: kinds.sites ?? null };
   }
 
   /** Whether every configured kind has a good copy. */
@@ -320,12 +378,16 @@ export class EnrichmentRefresher {
         if (outcome === 'unchanged') {
           ok = true;
           state.confirmedAtMs = Date.now();
+          state.lastError = undefined;
         } else if (outcome !== 'still-failing') {
           ok = true;
+          state.lastError = undefined;
           this.accept(state, outcome);
         }
       } catch (err) {
         if (signal.aborted) return;
+        state.lastError = (err as Error).message.slice(0, MAX_STATUS_ERROR);
+        state.lastErrorAt = Date.now();
         this.options.metrics?.enrichmentRefreshes.inc({ tenant: this.tenantId, kind: loader.kind, result: 'failure' });
         const kept = state.copy !== undefined;
         this.log.error(
