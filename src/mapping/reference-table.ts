@@ -1,6 +1,7 @@
 /**
  * A tenant's reference data (users and sites, reference-data.ts) as one compact table in a
- * SharedArrayBuffer: built once in the main thread, read in place by every encode worker
+ * SharedArrayBuffer: built by reference-table-builder.ts (the users written in as a load reads
+ * them), read in place by every encode worker
  * (a worker is handed the buffer, not a copy; a found entry's strings are decoded on lookup and
  * kept in a small per-worker cache).
  *
