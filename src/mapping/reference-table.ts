@@ -5,7 +5,8 @@
  * (a worker is handed the buffer, not a copy; a found entry's strings are decoded on lookup and
  * kept in a small per-worker cache).
  *
- * Layout (all sections 4-byte aligned, little-endian as the platform's typed arrays):
+ * Layout (all sections 4-byte aligned, little-endian as the platform's typed arrays; the header
+ * gives where each section starts, the builder writes header, blob, dictionary, slots):
  *   header   Int32[HEADER_WORDS]: magic, version, counts and byte offsets of the sections
  *   user slots, site slots   Int32[2 × slots]: (hash of the LUID, where the entry starts in the
  *                            blob + 1; 0 = empty), open addressing with linear probing, load at
