@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { REPO_ROOT, runCli } from './support/cli-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 import { startOtlpReceiver } from './support/otlp-receiver.js';
+import { parseLogLines } from './support/daemon-process.js';
 
 /** The site of writeFixtureTree's records, whose actors are `user-0` … `user-16`. */
 const FIXTURE_SITE = 'b3a1c7e0-1111-4a2b-9c3d-000000000001';
@@ -81,7 +82,10 @@ describe('loading 200 000 users and 5 000 sites from lookup files', () => {
       const tree = writeFixtureTree(src, 4, 25);
       const r = await runCli(['run', '--once', '--config', config('records', src, rx.url, true)]);
       expect(r.code, r.stderr.slice(-2000)).toBe(0);
-      expect(r.stderr).toContain('enrichment users loaded');
+      const logs = parseLogLines(r.stderr);
+      expect(logs.find((l) => l.msg === 'enrichment users loaded')).toMatchObject({ kept: 200_000, entries: 200_000 });
+      // which fields the big file's entries had (counted in the lookup thread)
+      expect(logs.find((l) => l.kind === 'users' && Array.isArray(l.fieldsFound))).toMatchObject({ fieldsFound: ['email', 'fullName', 'id', 'name', 'siteRoles'], notFound: [] });
       const records = rx.records();
       expect(records.length).toBe(tree.records.length);
       for (const rec of records) {
