@@ -2,7 +2,8 @@
  * Loading big lookup files (200 000 users, 5 000 sites: the size of the enrichment issue),
  * through the built CLI: the peak memory of the load stays well under the issue's 100 MB, the
  * records carry the names read from such a file (parsed in its own thread, handed to the encode
- * workers as a shared table), and a bad line deep in a big file is named by file and line.
+ * workers as a shared table), and a bad line deep in a big file is named by file and line, as is
+ * a line too long to parse within the lookup thread (which would otherwise take the process down).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -108,5 +109,15 @@ describe('loading 200 000 users and 5 000 sites from lookup files', () => {
     const r = await runCli(['validate', '--config', config('broken', dir, 'http://127.0.0.1:1', true, broken)]);
     expect(r.code).not.toBe(0);
     expect(r.stderr + r.stdout).toContain(`${broken}:150001: not JSON`);
+  }, 120_000);
+
+  it('a line of millions of values in a big file is refused naming it, and the process does not die of it', async () => {
+    const values = Array.from({ length: 2_500_000 }, (_, i) => `{"k":${i % 10}}`).join(',');
+    const huge = join(dir, 'users-huge-line.ndjson');
+    writeFileSync(huge, `{"id":"u1","name":"ada"}\n{"id":"u2","extra":[${values}]}\n`);
+    const r = await runCli(['validate', '--config', config('huge', dir, 'http://127.0.0.1:1', true, huge)]);
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(2); // an invalid lookup file, as any bad line; not 134 (aborted) nor a signal
+    expect(r.stderr + r.stdout).toContain(`${huge}:2: longer than 16777216 characters`);
   }, 120_000);
 });

@@ -35,6 +35,8 @@ export type LookupFormat = 'csv' | 'ndjson';
 
 /** Larger lookup files are refused (read in one piece). */
 export const MAX_LOOKUP_FILE_BYTES = 256 * 1024 * 1024;
+/** Longer lines (characters) are refused, naming the line: one entry must not need more than the lookup thread's heap. */
+export const MAX_LOOKUP_LINE_CHARS = 16 * 1024 * 1024;
 
 /** The format a file name implies: `.csv`; `.ndjson`, `.jsonl`, `.json`. */
 export function lookupFormatOf(file: string): LookupFormat | undefined {
@@ -104,6 +106,7 @@ export async function parseLookupStream(kind: ReferenceKind, file: string, input
     let lineNo = 0;
     const line = (raw: string): void => {
       lineNo++;
+      if (raw.length > MAX_LOOKUP_LINE_CHARS) throw new LookupFileError(file, lineNo, `longer than ${MAX_LOOKUP_LINE_CHARS} characters`);
       const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
       if (text.trim() === '') return;
       let value: unknown;
@@ -123,11 +126,12 @@ export async function parseLookupStream(kind: ReferenceKind, file: string, input
         start = nl + 1;
       }
       rest = text.slice(start);
+      if (rest.length > MAX_LOOKUP_LINE_CHARS) throw new LookupFileError(file, lineNo + 1, `longer than ${MAX_LOOKUP_LINE_CHARS} characters`);
     }
     rest += decoder.end();
     if (rest !== '') line(rest);
   } else {
-    const parser = parseCsv({ columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true });
+    const parser = parseCsv({ columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true, max_record_size: MAX_LOOKUP_LINE_CHARS });
     const source = Readable.from(hashed());
     let readError: unknown;
     source.on('error', (err) => {
@@ -233,11 +237,14 @@ export class LookupFileWatcher {
 const LOOKUP_WORKER_FILE = fileURLToPath(new URL('./reference-lookup-worker.js', import.meta.url));
 
 /**
- * Heap limits of the lookup thread: what it keeps is the dictionary of site LUIDs and roles, the
- * sites (at most maxSites objects) and the census; the users go into the shared buffer. The young
- * generation is small, as in the encode workers: every parsed line dies at once.
+ * Heap limits of the lookup thread: a small young generation (every parsed line dies at once, as
+ * in the encode workers), and an old generation that holds what the thread keeps (the dictionary
+ * of site LUIDs and roles, the sites, the census: the users go into the shared buffer) with room
+ * for the longest line allowed ({@link MAX_LOOKUP_LINE_CHARS}): a thread that reaches its limit
+ * inside JSON.parse takes the whole process down, not just itself. (A lower limit saved no
+ * memory that could be measured; none at all let V8 grow the heap some 15 MB further.)
  */
-export const LOOKUP_WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 64 };
+export const LOOKUP_WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 256 };
 
 /** What the lookup worker is told, and what it answers. */
 export interface LookupWorkerInput {
@@ -302,6 +309,8 @@ function inWorker(input: LookupWorkerInput): Promise<LookupWorkerAnswer> {
     });
     worker.once('exit', (code) => {
       if (answer) resolve(answer);
+      // out of memory (stopped in time): the file's content, not read again until it changes
+      else if ((failure as NodeJS.ErrnoException | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') reject(new LookupFileError(file, undefined, `too big to parse within the lookup thread's heap (${LOOKUP_WORKER_LIMITS.maxOldGenerationSizeMb} MB)`));
       else if (failure) reject(new LookupFileError(file, undefined, `cannot read the lookup file (its thread failed: ${(failure as NodeJS.ErrnoException).code ?? failure.message})`));
       else reject(new LookupFileError(file, undefined, `cannot read the lookup file (its thread stopped with code ${code})`));
     });
