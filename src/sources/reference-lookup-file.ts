@@ -12,8 +12,9 @@
  *
  * {@link LookupFileWatcher} notices changes by size, mtime and inode, then by content hash (a
  * file touched but not changed replaces nothing); a file that failed is not read again until it
- * changes. The file is parsed as it streams in, never held whole in memory, in a short-lived
- * thread of its own with a small heap (reference-lookup-worker.ts, {@link readLookupFile}): what
+ * changes. The file is parsed as it streams in, never held whole in memory; a file of 4 MiB or
+ * more in a short-lived thread of its own with a small young generation
+ * (reference-lookup-worker.ts, {@link readLookupFile}): what
  * parsing leaves behind (some 50 MB for 200 000 users) goes with the thread, and the users it
  * read are in a SharedArrayBuffer the daemon keeps.
  */
@@ -241,8 +242,9 @@ const LOOKUP_WORKER_FILE = fileURLToPath(new URL('./reference-lookup-worker.js',
  * in the encode workers), and an old generation that holds what the thread keeps (the dictionary
  * of site LUIDs and roles, the sites, the census: the users go into the shared buffer) with room
  * for the longest line allowed ({@link MAX_LOOKUP_LINE_CHARS}): a thread that reaches its limit
- * inside JSON.parse takes the whole process down, not just itself. (A lower limit saved no
- * memory that could be measured; none at all let V8 grow the heap some 15 MB further.)
+ * inside JSON.parse can take the whole process down, not just itself (seen with 64 MB and a line
+ * of 40 MB). At the peak of a load of 200 000 users 64 MB measured a few MB less, within the
+ * noise; no limit at all some 15 MB more.
  */
 export const LOOKUP_WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 256 };
 
