@@ -58,6 +58,24 @@ describe('the user section builder', () => {
     expect(t.site('site-1')?.name).toBe('Finance');
   });
 
+  it('past the address space it reserved, the buffer moves to a bigger one (once per doubling) and the table is whole', () => {
+    const b = new UserSectionBuilder(mergeUsers, 1024 * 1024);
+    const n = 70_000;
+    for (let i = 0; i < n; i++) b.add({ id: `user-${i}`, name: `name-${i}`, email: `user${i}@example.com`, siteRoles: { [`s${i % 7}`]: 'Viewer' } });
+    b.add({ id: 'user-5', fullName: 'Merged Later' }); // a merge after the moves: compacted into a new buffer too
+    const section = b.finish();
+    expect(section.bytes).toBeGreaterThan(4 * 1024 * 1024);
+    // the table does not fit in what the section's buffer reserved: made in a new one
+    const t = new ReferenceTable(section.toTable([{ id: 's1', name: 'Finance' }], 7));
+    for (let i = 0; i < n; i++) {
+      const u = t.user(`user-${i}`);
+      if (!u || u.name !== `name-${i}` || u.email !== `user${i}@example.com` || u.roleOn(`s${i % 7}`) !== 'Viewer') throw new Error(`user ${i}: ${JSON.stringify(u)}`);
+    }
+    expect(t.user('user-5')?.fullName).toBe('Merged Later');
+    expect(t.site('s1')?.name).toBe('Finance');
+    expect(t.size.users).toBe(n);
+  });
+
   it('a table is never changed once made: other sites make a new one (the users copied), the same sites the same one', () => {
     const b = new UserSectionBuilder(mergeUsers);
     b.add({ id: 'u1', name: 'ada', siteRoles: { s1: 'Creator' } });

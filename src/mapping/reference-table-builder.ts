@@ -29,7 +29,7 @@ const blobStart = (): number => HEADER_WORDS * 4;
 /** How much a section's buffer grows at a time. */
 const GROW_STEP = 1 << 20;
 /** The address space a growable buffer reserves (only what is written takes memory); a bigger table moves to a bigger one. */
-const RESERVE = 1 << 30;
+const RESERVE = 256 * 1024 * 1024; // 500 000 users (maxUsers' default) take some 70 MB
 
 /** A growable SharedArrayBuffer (Node 20 has them; TypeScript's lib of this project does not know them yet). */
 interface GrowableSharedArrayBuffer extends SharedArrayBuffer {
@@ -291,8 +291,8 @@ class TailWriter {
  * one (rows of a lookup file merged).
  */
 export class UserSectionBuilder {
-  private buffer = growable(GROW_STEP, RESERVE);
-  private buf = Buffer.from(this.buffer);
+  private buffer: GrowableSharedArrayBuffer;
+  private buf: Buffer;
   private at = blobStart();
   /** (hash, entry index + 1) while building; entry offsets at the end. */
   private slots = new Int32Array(32);
@@ -305,7 +305,14 @@ export class UserSectionBuilder {
   private readonly dict: string[] = [];
   private reader: EntryReader | undefined;
 
-  constructor(private readonly duplicates: 'first' | ((had: UserReference, next: UserReference) => UserReference) = 'first') {}
+  constructor(
+    private readonly duplicates: 'first' | ((had: UserReference, next: UserReference) => UserReference) = 'first',
+    /** The address space the buffer reserves at first (tests: a small one, to see it move to a bigger one). */
+    reserve = RESERVE,
+  ) {
+    this.buffer = growable(GROW_STEP, Math.max(GROW_STEP, reserve));
+    this.buf = Buffer.from(this.buffer);
+  }
 
   get size(): number {
     return this.count;
@@ -443,7 +450,7 @@ export class UserSectionBuilder {
   /** Entries merged left older copies behind: the live ones, in the order their ids came, into a new buffer. */
   private compact(): void {
     const live = this.at - blobStart() - this.dead;
-    const next = growable(Math.ceil((blobStart() + live) / GROW_STEP) * GROW_STEP, Math.max(RESERVE, blobStart() + live));
+    const next = growable(Math.ceil((blobStart() + live) / GROW_STEP) * GROW_STEP, Math.max(this.buffer.maxByteLength, blobStart() + live));
     const to = new Uint8Array(next);
     let at = blobStart();
     for (let i = 0; i < this.count; i++) {
