@@ -21,10 +21,7 @@
 import type { SiteReference, UserReference } from './reference-data.js';
 import { hashOf, MAGIC, VERSION, H_BLOB_AT, H_BLOB_BYTES, H_DICT, H_DICT_AT, H_LOADED_AT_HI, H_LOADED_AT_LO, H_MAGIC, H_SITES, H_SITE_SLOTS, H_SITE_SLOTS_AT, H_USERS, H_USER_SLOTS, H_USER_SLOTS_AT, H_VERSION, HEADER_WORDS } from './reference-table.js';
 
-/**
- * Where the blob (the users first) starts: right after the header. (A function: this module and
- * reference-table.ts import each other, so nothing of it is read before both are loaded.)
- */
+/** Where the blob (the users first) starts: right after the header. */
 const blobStart = (): number => HEADER_WORDS * 4;
 /** How much a section's buffer grows at a time. */
 const GROW_STEP = 1 << 20;

@@ -82,8 +82,7 @@ export interface ReferenceTableSize {
   bytes: number;
 }
 
-// built by reference-table-builder.ts (the users as they come, into the buffer itself)
-export { buildReferenceTable } from './reference-table-builder.js';
+// built by reference-table-builder.ts (buildReferenceTable: the users as they come, into the buffer itself)
 
 class TableUser implements FoundUser {
   constructor(
