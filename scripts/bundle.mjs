@@ -31,6 +31,7 @@ const result = await build({
   entryPoints: {
     cli: 'dist/cli-main.js',
     'encode-worker': 'dist/pipeline/encode-worker.js',
+    'reference-lookup-worker': 'dist/sources/reference-lookup-worker.js',
   },
   outdir,
   bundle: true,

@@ -11,7 +11,7 @@ import { silentLogger } from '../src/core/logger.js';
 import { tempDir } from './support/activity-fixtures.js';
 import { REPO_ROOT } from './support/cli-process.js';
 import { metricValue, waitFor } from './support/daemon-process.js';
-import { LookupFileError, LookupFileWatcher, parseLookupFile, type LookupCheck } from '../src/sources/reference-lookup-file.js';
+import { LookupFileError, LookupFileWatcher, MAX_LOOKUP_LINE_CHARS, parseLookupFile, type LookupCheck } from '../src/sources/reference-lookup-file.js';
 import { DaemonMetrics } from '../src/daemon/metrics.js';
 import { enrichmentConfigSchema } from '../src/daemon/enrichment-config.js';
 import { createEnrichmentRefresher, type EnrichmentRefresher } from '../src/daemon/enrichment-refresher.js';
@@ -111,6 +111,18 @@ describe('lookup file formats', () => {
     );
     expect(err).toBeInstanceOf(LookupFileError);
     expect((err as LookupFileError).line).toBe(1);
+  });
+
+  it('a line longer than 16 MiB is refused, naming the line (one entry must fit in the lookup thread)', async () => {
+    const long = 'x'.repeat(MAX_LOOKUP_LINE_CHARS);
+    const ndjson = `{"id":"u1"}\n{"id":"u2","name":"${long}"}\n{"id":"u3"}\n`;
+    await expect(parseLookupFile('users', '/lookup/users.ndjson', ndjson, 'ndjson', 100)).rejects.toThrow(`/lookup/users.ndjson:2: longer than ${MAX_LOOKUP_LINE_CHARS} characters`);
+    // the same without a line end (still being read when the limit is passed)
+    await expect(parseLookupFile('users', '/lookup/users.ndjson', `{"id":"u1"}\n{"id":"u2","name":"${long}`, 'ndjson', 100)).rejects.toThrow(`/lookup/users.ndjson:2: longer than ${MAX_LOOKUP_LINE_CHARS} characters`);
+    await expect(parseLookupFile('users', '/lookup/users.csv', `id,name\nu1,ada\nu2,${long}\n`, 'csv', 100)).rejects.toThrow(/^\/lookup\/users\.csv:3: not valid CSV/);
+    // just under the limit: loaded
+    const r = await parseLookupFile('users', '/lookup/users.ndjson', `{"id":"u1","name":"${'y'.repeat(MAX_LOOKUP_LINE_CHARS - 40)}"}\n`, 'ndjson', 100);
+    expect(r.copy.length).toBe(1);
   });
 
   it('the example lookup files (examples/lookup/) are valid', async () => {

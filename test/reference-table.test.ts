@@ -6,7 +6,8 @@
  */
 import { describe, it, expect } from 'vitest';
 import { Worker } from 'node:worker_threads';
-import { buildReferenceTable, ReferenceTable } from '../src/mapping/reference-table.js';
+import { ReferenceTable } from '../src/mapping/reference-table.js';
+import { buildReferenceTable } from '../src/mapping/reference-table-builder.js';
 import type { UserReference, SiteReference } from '../src/mapping/reference-data.js';
 
 const luid = (i: number): string => `${(Math.imul(i, 2654435761) >>> 0).toString(16).padStart(8, '0')}-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;

@@ -46,7 +46,7 @@ import { Rng } from './rng.js';
 const DIST = path.join(REPO_ROOT, 'dist');
 const { ChunkProcessor } = (await import(path.join(DIST, 'pipeline', 'chunk-processor.js'))) as typeof import('../../src/pipeline/chunk-processor.js');
 const { EncodeWorkerPool } = (await import(path.join(DIST, 'pipeline', 'worker-pool.js'))) as typeof import('../../src/pipeline/worker-pool.js');
-const { buildReferenceTable } = (await import(path.join(DIST, 'mapping', 'reference-table.js'))) as typeof import('../../src/mapping/reference-table.js');
+const { buildReferenceTable } = (await import(path.join(DIST, 'mapping', 'reference-table-builder.js'))) as typeof import('../../src/mapping/reference-table-builder.js');
 const { loadCatalog } = (await import(path.join(DIST, 'mapping', 'catalog.js'))) as typeof import('../../src/mapping/catalog.js');
 
 const { values: flags } = parseArgs({

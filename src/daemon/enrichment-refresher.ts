@@ -29,7 +29,7 @@ import { Backoff, type BackoffPolicy } from '../core/backoff.js';
 import type { Logger } from '../core/logger.js';
 import { sourceMetrics, type EnrichmentMetrics, type PipelineMetrics } from '../core/metrics.js';
 import { sleep } from '../core/sleep.js';
-import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
+import type { ReferenceData, ReferenceDataSink, SiteReference } from '../mapping/reference-data.js';
 import { SITE_FIELD_SOURCES, USER_FIELD_SOURCES, type EnrichmentField, type FieldCensus, type ReferenceKind } from '../sources/reference-records.js';
 import { referenceBuilder, type ReferenceCopy } from '../sources/reference-copy.js';
 import { LookupFileWatcher } from '../sources/reference-lookup-file.js';
@@ -42,6 +42,9 @@ import { fetchTcmSites, fetchTcmUsers } from '../sources/tcm/tcm-reference-data.
 import { TcmSource } from '../sources/tcm/tcm-source.js';
 import { enrichmentFields, enrichmentTcm, type EnrichmentConfig } from './enrichment-config.js';
 import type { TenantConfig } from './config.js';
+
+/** The sites of a tenant without any (one array: a table made of the same users and sites is made once). */
+const NO_SITES: readonly SiteReference[] = Object.freeze([]);
 
 /** One load: its copy (the configured fields only), and what was read. */
 export interface LoadedReferences {
@@ -131,6 +134,40 @@ interface KindState {
   attempted: boolean;
   /** The field names of the last census logged. */
   fieldsLogged: string | undefined;
+  /** The last load's error (cleared by a good load or check), and when. */
+  lastError: string | undefined;
+  lastErrorAt: number;
+}
+
+/** Longest error text `/readyz` shows. */
+const MAX_STATUS_ERROR = 500;
+
+/**
+ * What `/readyz` shows of one kind: `pending` (not loaded yet, the first load not failed),
+ * `loaded` (the copy is current: its last load or check succeeded), `failed-keeping-last-good`
+ * (the last attempt failed, the last good copy is in use), `failed` (no copy: every attempt
+ * failed), `stopped` (the tenant's runtime ended). Error texts are the log's: TCM errors never
+ * quote a secret, a lookup file's name the file and the line.
+ */
+export interface EnrichmentKindStatus {
+  kind: ReferenceKind;
+  /** `tcm` or the lookup file's path. */
+  from: string;
+  state: 'pending' | 'loaded' | 'failed-keeping-last-good' | 'failed' | 'stopped';
+  /** Entries in the copy in use (null: none). */
+  entries: number | null;
+  loadedAt: string | null;
+  /** Seconds since the copy was last known current (null: no copy). */
+  dataAgeSeconds: number | null;
+  lastError: string | null;
+  lastErrorAt: string | null;
+}
+
+/** The tenant's enrichment in `/readyz`: `state` is the worst of its kinds' (loaded, pending, failed-keeping-last-good, failed: the later counts). */
+export interface EnrichmentStatus {
+  state: EnrichmentKindStatus['state'];
+  users: EnrichmentKindStatus | null;
+  sites: EnrichmentKindStatus | null;
 }
 
 /** The first retry of a failed TCM list (capped at the refresh interval). */
@@ -155,7 +192,7 @@ export class EnrichmentRefresher {
   constructor(private readonly options: EnrichmentRefresherOptions) {
     this.tenantId = options.tenantId;
     this.log = options.log;
-    for (const loader of options.loaders) this.states.set(loader.kind, { loader, copy: undefined, loadedAtMs: 0, confirmedAtMs: 0, attempted: false, fieldsLogged: undefined });
+    for (const loader of options.loaders) this.states.set(loader.kind, { loader, copy: undefined, loadedAtMs: 0, confirmedAtMs: 0, attempted: false, fieldsLogged: undefined, lastError: undefined, lastErrorAt: 0 });
     this.firstAttempts = new Promise<void>((r) => (this.firstAttemptsDone = r));
   }
 
@@ -197,14 +234,39 @@ export class EnrichmentRefresher {
     this.publish();
   }
 
+  /** What `/readyz` shows (the daemon is ready or not without regard to it: records are sent without the names meanwhile). */
+  status(now = Date.now()): EnrichmentStatus {
+    const iso = (t: number): string | null => (t > 0 ? new Date(t).toISOString() : null);
+    const stopped = this.stopped !== undefined;
+    const kinds: Partial<Record<ReferenceKind, EnrichmentKindStatus>> = {};
+    for (const [kind, st] of this.states) {
+      const has = st.copy !== undefined;
+      const state: EnrichmentKindStatus['state'] = stopped ? 'stopped' : st.lastError !== undefined ? (has ? 'failed-keeping-last-good' : 'failed') : has ? 'loaded' : 'pending';
+      kinds[kind] = {
+        kind,
+        from: st.loader.from,
+        state,
+        entries: has ? st.copy!.length : null,
+        loadedAt: has ? iso(st.loadedAtMs) : null,
+        dataAgeSeconds: has && st.confirmedAtMs > 0 ? Math.max(0, Math.round((now - st.confirmedAtMs) / 1000)) : null,
+        lastError: st.lastError ?? null,
+        lastErrorAt: iso(st.lastErrorAt),
+      };
+    }
+    const order: EnrichmentKindStatus['state'][] = ['stopped', 'loaded', 'pending', 'failed-keeping-last-good', 'failed'];
+    const worst = Object.values(kinds).reduce<EnrichmentKindStatus['state']>((w, k) => (order.indexOf(k.state) > order.indexOf(w) ? k.state : w), stopped ? 'stopped' : 'loaded');
+    return { state: worst, users: kinds.users ?? null, sites: kinds.sites ?? null };
+  }
+
   /** Whether every configured kind has a good copy. */
   get loaded(): boolean {
     return [...this.states.values()].every((s) => s.copy !== undefined);
   }
 
   /**
-   * What is published now: the users made from their compact copy one at a time as the pool
-   * builds its table (no array of 200 000 objects: it was some 55 MB at the peak of a load).
+   * What is published now: the users as their table section (the pool makes the workers' table
+   * of it in place, the sites added: reference-table-builder.ts), the sites as they are. The
+   * same copies give the same table again (a new pool after a reload: nothing is copied).
    */
   async current(): Promise<ReferenceData> {
     const users = this.states.get('users')?.copy;
@@ -217,8 +279,8 @@ export class EnrichmentRefresher {
     const loadedAtMs = loaded ? Math.min(...withCopy.map((st) => st.loadedAtMs)) : 0;
     return {
       status: loaded ? 'loaded' : 'pending',
-      users: users?.kind === 'users' ? { [Symbol.iterator]: () => users.users.references() } : [],
-      sites: sites?.kind === 'sites' ? sites.sites : [],
+      users: users?.kind === 'users' ? users.users.section : [],
+      sites: sites?.kind === 'sites' ? sites.sites : NO_SITES,
       loadedAtMs,
     };
   }
@@ -316,12 +378,16 @@ export class EnrichmentRefresher {
         if (outcome === 'unchanged') {
           ok = true;
           state.confirmedAtMs = Date.now();
+          state.lastError = undefined;
         } else if (outcome !== 'still-failing') {
           ok = true;
+          state.lastError = undefined;
           this.accept(state, outcome);
         }
       } catch (err) {
         if (signal.aborted) return;
+        state.lastError = (err as Error).message.slice(0, MAX_STATUS_ERROR);
+        state.lastErrorAt = Date.now();
         this.options.metrics?.enrichmentRefreshes.inc({ tenant: this.tenantId, kind: loader.kind, result: 'failure' });
         const kept = state.copy !== undefined;
         this.log.error(

@@ -121,6 +121,8 @@ export function readiness(input: ReadinessInput, now = Date.now()): { ready: boo
       checkpointAgeSeconds: age === undefined ? null : Math.round(age),
       sources,
       destinations,
+      // its enrichment data (the tenant is ready or not without regard to it: records go out without the names meanwhile)
+      ...(slot.plan.config.enrichment ? { enrichment: rt?.enrichment?.status(now) ?? { state: 'pending', users: null, sites: null } } : {}),
     };
   }
   const body = {

@@ -1,11 +1,11 @@
 /** `validate --config FILE`: the config and every mapping and lookup file it uses, with errors naming file, line and path. */
-import { createReadStream, existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { LoadedConfig } from './config.js';
 import { loadCatalog } from '../mapping/catalog.js';
 import { loadTenantOverrides } from './tenant-runtime.js';
 import { enrichmentFields } from './enrichment-config.js';
-import { parseLookupStream } from '../sources/reference-lookup-file.js';
+import { readLookupFile } from '../sources/reference-lookup-file.js';
 
 export async function validateCommand(loaded: LoadedConfig): Promise<string> {
   const { config, baseDir } = loaded;
@@ -27,7 +27,7 @@ export async function validateCommand(loaded: LoadedConfig): Promise<string> {
         missing.push(file);
         continue;
       }
-      await parseLookupStream(kind, file, createReadStream(file), spec.format, kind === 'users' ? e.maxUsers : e.maxSites, enrichmentFields(e));
+      await readLookupFile(kind, file, spec.format, kind === 'users' ? e.maxUsers : e.maxSites, enrichmentFields(e), { size: statSync(file).size });
       lookups++;
     }
   }

@@ -12,7 +12,8 @@ export interface ReferenceData {
   status: 'pending' | 'loaded';
   /**
    * The users: any iterable (iterated once, by the one building the workers' table), so a big
-   * list need not exist as objects all at once: a generator over a compact copy will do.
+   * list need not exist as objects all at once; the daemon's copy is a UserSection
+   * (reference-table-builder.ts), the users already in the table's form, used as they are.
    */
   users: Iterable<UserReference>;
   sites: Iterable<SiteReference>;

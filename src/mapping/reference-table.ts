@@ -1,10 +1,12 @@
 /**
  * A tenant's reference data (users and sites, reference-data.ts) as one compact table in a
- * SharedArrayBuffer: built once in the main thread, read in place by every encode worker
+ * SharedArrayBuffer: built by reference-table-builder.ts (the users written in as a load reads
+ * them), read in place by every encode worker
  * (a worker is handed the buffer, not a copy; a found entry's strings are decoded on lookup and
  * kept in a small per-worker cache keyed by the LUID, so a user seen again costs one map lookup).
  *
- * Layout (all sections 4-byte aligned, little-endian as the platform's typed arrays):
+ * Layout (all sections 4-byte aligned, little-endian as the platform's typed arrays; the header
+ * gives where each section starts, the builder writes header, blob, dictionary, slots):
  *   header   Int32[HEADER_WORDS]: magic, version, counts and byte offsets of the sections
  *   user slots, site slots   Int32[2 × slots]: (hash of the LUID, where the entry starts in the
  *                            blob + 1; 0 = empty), open addressing with linear probing, load at
@@ -16,25 +18,24 @@
  *            2 × (its byte length + 1) + (1 when it is ASCII) as a LEB128 number (0: absent), then
  *            its bytes (ASCII is decoded as Latin-1, faster than UTF-8); numbers are LEB128.
  */
-import type { ReferenceData } from './reference-data.js';
 
-const MAGIC = 0x54414f52; // "TAOR"
-const VERSION = 1;
-const H_MAGIC = 0;
-const H_VERSION = 1;
-const H_USERS = 2;
-const H_USER_SLOTS = 3;
-const H_USER_SLOTS_AT = 4;
-const H_SITES = 6;
-const H_SITE_SLOTS = 7;
-const H_SITE_SLOTS_AT = 8;
-const H_DICT = 10;
-const H_DICT_AT = 11;
-const H_BLOB_AT = 12;
-const H_BLOB_BYTES = 13;
-const H_LOADED_AT_HI = 14;
-const H_LOADED_AT_LO = 15;
-const HEADER_WORDS = 16;
+export const MAGIC = 0x54414f52; // "TAOR"
+export const VERSION = 1;
+export const H_MAGIC = 0;
+export const H_VERSION = 1;
+export const H_USERS = 2;
+export const H_USER_SLOTS = 3;
+export const H_USER_SLOTS_AT = 4;
+export const H_SITES = 6;
+export const H_SITE_SLOTS = 7;
+export const H_SITE_SLOTS_AT = 8;
+export const H_DICT = 10;
+export const H_DICT_AT = 11;
+export const H_BLOB_AT = 12;
+export const H_BLOB_BYTES = 13;
+export const H_LOADED_AT_HI = 14;
+export const H_LOADED_AT_LO = 15;
+export const HEADER_WORDS = 16;
 
 /**
  * LUIDs each reader keeps decoded (per worker and tenant: about 2 MB at most, with what writers
@@ -70,7 +71,7 @@ export interface FoundSite {
  * FNV-1a over the UTF-16 code units and the length; of a string longer than 24 its first and
  * last 12 (a LUID's random parts: as good a spread, in half the time of all 36).
  */
-function hashOf(s: string): number {
+export function hashOf(s: string): number {
   let h = Math.imul(0x811c9dc5 ^ s.length, 0x01000193);
   const n = s.length;
   if (n <= 24) {
@@ -82,60 +83,6 @@ function hashOf(s: string): number {
   return h | 0;
 }
 
-function slotsFor(count: number): number {
-  let n = 16;
-  while (n < count * 2) n *= 2;
-  return n;
-}
-
-/** A growing byte buffer for the blob. */
-class BlobWriter {
-  bytes = new Uint8Array(1 << 20);
-  at = 0;
-  private readonly encoder = new TextEncoder();
-
-  private room(n: number): void {
-    if (this.at + n <= this.bytes.length) return;
-    let size = this.bytes.length * 2;
-    while (size < this.at + n) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.bytes.subarray(0, this.at));
-    this.bytes = next;
-  }
-
-  uint(n: number): void {
-    this.room(5);
-    while (n >= 0x80) {
-      this.bytes[this.at++] = (n & 0x7f) | 0x80;
-      n >>>= 7;
-    }
-    this.bytes[this.at++] = n;
-  }
-
-  string(s: string | undefined): void {
-    if (s === undefined || s === '') {
-      this.uint(0);
-      return;
-    }
-    // at most 3 bytes per UTF-16 code unit; the length goes before the bytes, so write them after room for a 5-byte length
-    this.room(5 + s.length * 3);
-    const start = this.at;
-    const bytes = this.bytes;
-    // ASCII (nearly always) byte by byte; anything else through the encoder
-    let written = 0;
-    for (; written < s.length; written++) {
-      const c = s.charCodeAt(written);
-      if (c >= 0x80) break;
-      bytes[start + 5 + written] = c;
-    }
-    if (written < s.length) written = this.encoder.encodeInto(s, bytes.subarray(start + 5)).written;
-    // (as many bytes as code units: ASCII only)
-    this.uint((written + 1) * 2 + (written === s.length ? 1 : 0));
-    this.bytes.copyWithin(this.at, start + 5, start + 5 + written);
-    this.at += written;
-  }
-}
-
 /** What a build measured (for logs and the memory report). */
 export interface ReferenceTableSize {
   users: number;
@@ -144,111 +91,7 @@ export interface ReferenceTableSize {
   bytes: number;
 }
 
-/**
- * Build the table of one tenant's loaded data. Entries without an id are left out; of two
- * entries with the same id the first counts. The result is one SharedArrayBuffer.
- */
-export function buildReferenceTable(data: Pick<ReferenceData, 'users' | 'sites' | 'loadedAtMs'>): SharedArrayBuffer {
-  const blob = new BlobWriter();
-  const dict = new Map<string, number>();
-  const dictIndex = (s: string): number => {
-    let i = dict.get(s);
-    if (i === undefined) {
-      i = dict.size;
-      dict.set(s, i);
-    }
-    return i;
-  };
-  // one pass over the entries (an iterable: the users need not exist as objects all at once),
-  // the first of each id; only the ids are kept, for the hash slots
-  const users: string[] = [];
-  const userStartList: number[] = [];
-  const seenUsers = new Set<string>();
-  for (const u of data.users) {
-    if (typeof u?.id !== 'string' || u.id === '' || seenUsers.has(u.id)) continue;
-    seenUsers.add(u.id);
-    users.push(u.id);
-    userStartList.push(blob.at);
-    blob.string(u.id);
-    blob.string(u.name);
-    blob.string(u.email);
-    blob.string(u.fullName);
-    const roles = u.siteRoles ? Object.entries(u.siteRoles).filter(([site, r]) => site !== '' && typeof r === 'string' && r !== '') : [];
-    blob.uint(roles.length);
-    for (const [site, role] of roles) {
-      blob.uint(dictIndex(site));
-      blob.uint(dictIndex(role));
-    }
-  }
-  seenUsers.clear();
-  userStartList.push(blob.at);
-  const userStarts = Uint32Array.from(userStartList);
-  const sites: string[] = [];
-  const siteStartList: number[] = [];
-  const seenSites = new Set<string>();
-  for (const site of data.sites) {
-    if (typeof site?.id !== 'string' || site.id === '' || seenSites.has(site.id)) continue;
-    seenSites.add(site.id);
-    sites.push(site.id);
-    siteStartList.push(blob.at);
-    blob.string(site.id);
-    blob.string(site.name);
-    blob.string(site.contentUrl);
-  }
-  siteStartList.push(blob.at);
-  const siteStarts = Uint32Array.from(siteStartList);
-  const dictStarts = new Uint32Array(dict.size + 1);
-  let k = 0;
-  for (const s of dict.keys()) {
-    dictStarts[k++] = blob.at;
-    blob.string(s);
-  }
-  dictStarts[dict.size] = blob.at;
-
-  const userSlots = slotsFor(users.length);
-  const siteSlots = slotsFor(sites.length);
-  let at = HEADER_WORDS * 4;
-  const userSlotsAt = at;
-  at += userSlots * 8;
-  const siteSlotsAt = at;
-  at += siteSlots * 8;
-  const dictAt = at;
-  at += dictStarts.byteLength;
-  const blobAt = at;
-  at += blob.at;
-  const sab = new SharedArrayBuffer((at + 3) & ~3);
-  const header = new Int32Array(sab, 0, HEADER_WORDS);
-  header[H_MAGIC] = MAGIC;
-  header[H_VERSION] = VERSION;
-  header[H_USERS] = users.length;
-  header[H_USER_SLOTS] = userSlots;
-  header[H_USER_SLOTS_AT] = userSlotsAt;
-  header[H_SITES] = sites.length;
-  header[H_SITE_SLOTS] = siteSlots;
-  header[H_SITE_SLOTS_AT] = siteSlotsAt;
-  header[H_DICT] = dict.size;
-  header[H_DICT_AT] = dictAt;
-  header[H_BLOB_AT] = blobAt;
-  header[H_BLOB_BYTES] = blob.at;
-  header[H_LOADED_AT_HI] = Math.floor(data.loadedAtMs / 2 ** 32);
-  header[H_LOADED_AT_LO] = data.loadedAtMs % 2 ** 32;
-  new Uint32Array(sab, dictAt, dictStarts.length).set(dictStarts);
-  new Uint8Array(sab, blobAt, blob.at).set(blob.bytes.subarray(0, blob.at));
-  fillSlots(new Int32Array(sab, userSlotsAt, userSlots * 2), users, userStarts);
-  fillSlots(new Int32Array(sab, siteSlotsAt, siteSlots * 2), sites, siteStarts);
-  return sab;
-}
-
-function fillSlots(slots: Int32Array, ids: readonly string[], starts: Uint32Array): void {
-  const mask = slots.length / 2 - 1;
-  ids.forEach((id, i) => {
-    const h = hashOf(id);
-    let s = h & mask;
-    while (slots[s * 2 + 1] !== 0) s = (s + 1) & mask;
-    slots[s * 2] = h;
-    slots[s * 2 + 1] = starts[i]! + 1;
-  });
-}
+// built by reference-table-builder.ts (buildReferenceTable: the users as they come, into the buffer itself)
 
 class TableUser implements FoundUser {
   readonly memo: unknown[] = [];

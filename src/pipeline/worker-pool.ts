@@ -9,7 +9,7 @@ import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit, t
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
 import type { BuffersMessage, InitMessage, ReferenceMessage, ResultMessage, TaskMessage } from './encode-messages.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
-import { buildReferenceTable } from '../mapping/reference-table.js';
+import { buildReferenceTable } from '../mapping/reference-table-builder.js';
 
 /**
  * A task failed while being processed: the processor threw (outside its per-line guard), or the

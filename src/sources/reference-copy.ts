@@ -1,16 +1,17 @@
 /**
  * A tenant's users and sites as the daemon keeps them between loads: only the configured fields,
  * entries with nothing to add left out, rows of the same id merged (the first value of a field
- * wins, site roles are merged), and the users in a compact form.
+ * wins, site roles are merged), and the users in the workers' table form.
  *
  * 200 000 users as objects (`{id, name, email, fullName, siteRoles: {<site>: <role>}}`) take
- * about 100 MB of heap: every user's own object, four strings, and a site-roles object whose keys
- * differ from user to user (so V8 builds a hidden class for almost each of them). A
- * {@link UserTable} keeps one string per user instead, with the site LUIDs and role names as
- * indexes into two shared lists (about a third of that), and builds the objects only when they
- * are handed on ({@link UserTable.toReferences}: to the encode pool, which keeps its own copy).
+ * about 100 MB of heap. A {@link UserTable} holds them as the users' part of the encode workers'
+ * table instead (mapping/reference-table-builder.ts): written user by user into a
+ * SharedArrayBuffer as a load reads them, the LUID hash slots filled as they come, and made the
+ * workers' table in place (the sites added behind them), so a load never holds the users as
+ * objects, as one string each, or twice as bytes.
  */
 import type { SiteReference, UserReference } from '../mapping/reference-data.js';
+import { UserSection, UserSectionBuilder } from '../mapping/reference-table-builder.js';
 import { mergeUsers, selectSiteFields, selectUserFields, type EnrichmentField } from './reference-records.js';
 
 /** What the loaders put entries into. */
@@ -20,103 +21,47 @@ export interface ReferenceCollector<T> {
   readonly size: number;
 }
 
-const SEP = '\u001f';
-const SEP_RE = /\u001f/g;
-
-/** The users of one load, compact. */
+/** The users of one load, in table form. */
 export class UserTable {
   constructor(
-    private readonly rows: readonly string[],
-    private readonly sites: readonly string[],
-    private readonly roles: readonly string[],
+    /** What the encode pool builds the workers' table from (reference-table-builder.ts). */
+    readonly section: UserSection,
   ) {}
 
   get length(): number {
-    return this.rows.length;
+    return this.section.count;
   }
 
-  /** The users as objects (a fresh array each call; users with the same site roles share one frozen roles object). */
+  /** The users as objects (a fresh array each call: tests, small lists). */
   toReferences(): UserReference[] {
-    const shared = new Map<string, Readonly<Record<string, string>>>();
-    return this.rows.map((row) => decodeUser(row, this.sites, this.roles, shared));
+    return [...this.section];
   }
 
-  /** The users as objects one at a time (the one iterating keeps what it needs; no array of them all). */
-  *references(): Generator<UserReference> {
-    const shared = new Map<string, Readonly<Record<string, string>>>();
-    for (const row of this.rows) yield decodeUser(row, this.sites, this.roles, shared);
+  /** The users as objects one at a time. */
+  references(): Iterator<UserReference> {
+    return this.section[Symbol.iterator]();
   }
-
-}
-
-/** One user from its row; `shared` (when given) hands out one frozen roles object per distinct set of site roles. */
-function decodeUser(row: string, sites: readonly string[], roles: readonly string[], shared?: Map<string, Readonly<Record<string, string>>>): UserReference {
-  const [id, name, email, fullName, siteRoles] = row.split(SEP) as [string, string, string, string, string];
-  const u: { -readonly [K in keyof UserReference]: UserReference[K] } = { id };
-  if (name) u.name = name;
-  if (email) u.email = email;
-  if (fullName) u.fullName = fullName;
-  if (siteRoles) {
-    let r = shared?.get(siteRoles);
-    if (!r) {
-      const built: Record<string, string> = {};
-      for (const pair of siteRoles.split(',')) {
-        const at = pair.indexOf(':');
-        built[sites[parseInt(pair.slice(0, at), 36)]!] = roles[parseInt(pair.slice(at + 1), 36)]!;
-      }
-      r = shared ? Object.freeze(built) : built;
-      shared?.set(siteRoles, r);
-    }
-    u.siteRoles = r;
-  }
-  return u;
 }
 
 /** Builds a {@link UserTable} entry by entry (selecting the fields as they come). */
 export class UserTableBuilder implements ReferenceCollector<UserReference> {
-  private readonly byId = new Map<string, string>();
-  private readonly siteIndex = new Map<string, number>();
-  private readonly roleIndex = new Map<string, number>();
-  private readonly sites: string[] = [];
-  private readonly roles: string[] = [];
+  private readonly into = new UserSectionBuilder(mergeUsers);
 
   constructor(private readonly fields: ReadonlySet<EnrichmentField>) {}
 
   get size(): number {
-    return this.byId.size;
+    return this.into.size;
   }
 
   add(item: UserReference): void {
     const selected = selectUserFields(item, this.fields);
-    if (!selected) return;
-    const had = this.byId.get(selected.id);
-    const user = had === undefined ? selected : mergeUsers(decodeUser(had, this.sites, this.roles), selected);
-    this.byId.set(user.id, this.encode(user));
+    if (selected) this.into.add(selected);
   }
 
+  /** The table (once: the builder is spent). */
   build(): UserTable {
-    return new UserTable([...this.byId.values()], this.sites, this.roles);
+    return new UserTable(this.into.finish());
   }
-
-  private encode(u: UserReference): string {
-    let roles = '';
-    if (u.siteRoles) {
-      const pairs: string[] = [];
-      for (const [site, role] of Object.entries(u.siteRoles)) pairs.push(`${index(this.siteIndex, this.sites, site).toString(36)}:${index(this.roleIndex, this.roles, role).toString(36)}`);
-      roles = pairs.join(',');
-    }
-    return [u.id, u.name ?? '', u.email ?? '', u.fullName ?? '', roles].map((v) => v.replace(SEP_RE, ' ')).join(SEP);
-  }
-}
-
-function index(map: Map<string, number>, list: string[], value: string): number {
-  let i = map.get(value);
-  if (i === undefined) {
-    i = list.length;
-    list.push(value);
-    map.set(value, i);
-  }
-  return i;
 }
 
 /** Builds the sites of one load (a few thousand at most: kept as objects). */

@@ -12,22 +12,32 @@
  *
  * {@link LookupFileWatcher} notices changes by size, mtime and inode, then by content hash (a
  * file touched but not changed replaces nothing); a file that failed is not read again until it
- * changes. The file is parsed as it streams in, never held whole in memory.
+ * changes. The file is parsed as it streams in, never held whole in memory; a file of 4 MiB or
+ * more in a short-lived thread of its own with a small young generation
+ * (reference-lookup-worker.ts, {@link readLookupFile}): what
+ * parsing leaves behind (some 50 MB for 200 000 users) goes with the thread, and the users it
+ * read are in a SharedArrayBuffer the daemon keeps.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { extname } from 'node:path';
 import { parse as parseCsv, type CsvError, type Info } from 'csv-parse';
+import type { SiteReference } from '../mapping/reference-data.js';
 import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
-import { referenceBuilder, type ReferenceCopy } from './reference-copy.js';
+import { referenceBuilder, UserTable, type ReferenceCopy } from './reference-copy.js';
+import { UserSection, type TransferableUserSection } from '../mapping/reference-table-builder.js';
 
 export type LookupFormat = 'csv' | 'ndjson';
 
 /** Larger lookup files are refused (read in one piece). */
 export const MAX_LOOKUP_FILE_BYTES = 256 * 1024 * 1024;
+/** Longer lines (characters) are refused, naming the line: one entry must not need more than the lookup thread's heap. */
+export const MAX_LOOKUP_LINE_CHARS = 16 * 1024 * 1024;
 
 /** The format a file name implies: `.csv`; `.ndjson`, `.jsonl`, `.json`. */
 export function lookupFormatOf(file: string): LookupFormat | undefined {
@@ -42,7 +52,7 @@ export class LookupFileError extends Error {
   constructor(
     readonly file: string,
     readonly line: number | undefined,
-    problem: string,
+    readonly problem: string,
   ) {
     super(line === undefined ? `${file}: ${problem}` : `${file}:${line}: ${problem}`);
     this.name = 'LookupFileError';
@@ -97,6 +107,7 @@ export async function parseLookupStream(kind: ReferenceKind, file: string, input
     let lineNo = 0;
     const line = (raw: string): void => {
       lineNo++;
+      if (raw.length > MAX_LOOKUP_LINE_CHARS) throw new LookupFileError(file, lineNo, `longer than ${MAX_LOOKUP_LINE_CHARS} characters`);
       const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
       if (text.trim() === '') return;
       let value: unknown;
@@ -116,11 +127,12 @@ export async function parseLookupStream(kind: ReferenceKind, file: string, input
         start = nl + 1;
       }
       rest = text.slice(start);
+      if (rest.length > MAX_LOOKUP_LINE_CHARS) throw new LookupFileError(file, lineNo + 1, `longer than ${MAX_LOOKUP_LINE_CHARS} characters`);
     }
     rest += decoder.end();
     if (rest !== '') line(rest);
   } else {
-    const parser = parseCsv({ columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true });
+    const parser = parseCsv({ columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true, max_record_size: MAX_LOOKUP_LINE_CHARS });
     const source = Readable.from(hashed());
     let readError: unknown;
     source.on('error', (err) => {
@@ -208,7 +220,7 @@ export class LookupFileWatcher {
     // read as it streams (never whole); the hash comes with the entries
     let result: LookupFileResult;
     try {
-      result = await parseLookupStream(this.kind, this.file, createReadStream(this.file, { highWaterMark: 256 * 1024 }), this.format, this.maxItems, this.fields);
+      result = await readLookupFile(this.kind, this.file, this.format, this.maxItems, this.fields, { size });
     } catch (err) {
       if (err instanceof LookupFileError && err.line === undefined && /cannot read/.test(err.message)) this.signature = undefined; // read again next time
       throw err;
@@ -220,4 +232,89 @@ export class LookupFileWatcher {
     this.hash = result.hash;
     return result;
   }
+}
+
+/** The compiled lookup worker (next to this file, in dist/ and in the bundle); not there when run from the TypeScript sources (tests). */
+const LOOKUP_WORKER_FILE = fileURLToPath(new URL('./reference-lookup-worker.js', import.meta.url));
+
+/**
+ * Heap limits of the lookup thread: a small young generation (every parsed line dies at once, as
+ * in the encode workers), and an old generation that holds what the thread keeps (the dictionary
+ * of site LUIDs and roles, the sites, the census: the users go into the shared buffer) with room
+ * for the longest line allowed ({@link MAX_LOOKUP_LINE_CHARS}): a thread that reaches its limit
+ * inside JSON.parse can take the whole process down, not just itself (seen with 64 MB and a line
+ * of 40 MB). At the peak of a load of 200 000 users 64 MB measured a few MB less, within the
+ * noise; no limit at all some 15 MB more.
+ */
+export const LOOKUP_WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 256 };
+
+/** What the lookup worker is told, and what it answers. */
+export interface LookupWorkerInput {
+  kind: ReferenceKind;
+  file: string;
+  format: LookupFormat;
+  maxItems: number;
+  fields: EnrichmentField[];
+}
+export type LookupWorkerAnswer =
+  | { ok: true; users?: TransferableUserSection; sites?: SiteReference[]; census: ReturnType<FieldCensus['toData']>; entries: number; hash: string }
+  | { ok: false; file: string; line: number | undefined; problem: string };
+
+/** Smaller files are parsed in the calling thread: a thread costs some 10 MB itself, more than parsing them leaves behind. */
+export const LOOKUP_WORKER_MIN_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Read and parse a lookup file: in a thread of its own when it is big (`size` at least
+ * {@link LOOKUP_WORKER_MIN_BYTES}) and the compiled worker is there (the daemon, the CLI), else
+ * here (small files; the TypeScript sources under test). The same result and errors either way
+ * (a LookupFileError naming the file and the line).
+ */
+export async function readLookupFile(kind: ReferenceKind, file: string, format: LookupFormat, maxItems: number, fields: ReadonlySet<EnrichmentField>, options: { size: number; inThread?: boolean }): Promise<LookupFileResult> {
+  if (options.inThread || options.size < LOOKUP_WORKER_MIN_BYTES || !existsSync(LOOKUP_WORKER_FILE)) return parseLookupStream(kind, file, createReadStream(file, { highWaterMark: 256 * 1024 }), format, maxItems, fields);
+  const input: LookupWorkerInput = { kind, file, format, maxItems, fields: [...fields] };
+  // one lookup thread at a time in the process (each is a heap of its own: the peak of several
+  // files loading at once, e.g. a tenant's users and sites, is that of the biggest alone)
+  const turn = lookupThreads.then(() => inWorker(input));
+  lookupThreads = turn.then(
+    () => undefined,
+    () => undefined,
+  );
+  const answer = await turn;
+  if (!answer.ok) throw new LookupFileError(answer.file, answer.line, answer.problem);
+  const census = FieldCensus.fromData(answer.census);
+  let copy: ReferenceCopy;
+  if (answer.users) {
+    const users = new UserTable(UserSection.from(answer.users));
+    copy = { kind: 'users', users, length: users.length };
+  } else {
+    const sites = answer.sites ?? [];
+    copy = { kind: 'sites', sites, length: sites.length };
+  }
+  return { copy, census, entries: answer.entries, hash: answer.hash };
+}
+
+/** The lookup threads queued so far (one runs at a time). */
+let lookupThreads: Promise<void> = Promise.resolve();
+
+function inWorker(input: LookupWorkerInput): Promise<LookupWorkerAnswer> {
+  const { file } = input;
+  return new Promise<LookupWorkerAnswer>((resolve, reject) => {
+    const worker = new Worker(LOOKUP_WORKER_FILE, { workerData: input, resourceLimits: LOOKUP_WORKER_LIMITS });
+    // the answer counts once the thread has ended (its heap is gone before the next one starts)
+    let answer: LookupWorkerAnswer | undefined;
+    let failure: Error | undefined;
+    worker.once('message', (m: LookupWorkerAnswer) => {
+      answer = m;
+    });
+    worker.once('error', (err) => {
+      failure = err;
+    });
+    worker.once('exit', (code) => {
+      if (answer) resolve(answer);
+      // out of memory (stopped in time): the file's content, not read again until it changes
+      else if ((failure as NodeJS.ErrnoException | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') reject(new LookupFileError(file, undefined, `too big to parse within the lookup thread's heap (${LOOKUP_WORKER_LIMITS.maxOldGenerationSizeMb} MB)`));
+      else if (failure) reject(new LookupFileError(file, undefined, `cannot read the lookup file (its thread failed: ${(failure as NodeJS.ErrnoException).code ?? failure.message})`));
+      else reject(new LookupFileError(file, undefined, `cannot read the lookup file (its thread stopped with code ${code})`));
+    });
+  });
 }

@@ -165,6 +165,18 @@ export class FieldCensus {
   private readonly counts = new Map<string, number>();
   items = 0;
 
+  /** The census as plain data (to cross to another thread), and back. */
+  toData(): { items: number; counts: Array<[string, number]> } {
+    return { items: this.items, counts: [...this.counts] };
+  }
+
+  static fromData(data: { items: number; counts: Array<[string, number]> }): FieldCensus {
+    const c = new FieldCensus();
+    c.items = data.items;
+    for (const [k, n] of data.counts) c.counts.set(k, n);
+    return c;
+  }
+
   add(item: Record<string, unknown>): void {
     this.items++;
     for (const [k, v] of Object.entries(item)) {

@@ -17,6 +17,7 @@ import { tenantRestart, secondDaemon } from './daemon-state.js';
 import { googleSecOps } from './google-secops.js';
 import { sentinel } from './sentinel.js';
 import { enrichmentTcmDown } from './enrichment.js';
+import { enrichmentLookupBig } from './enrichment-lookup.js';
 
 export const SCENARIOS: Scenario[] = [
   kill9,
@@ -49,4 +50,5 @@ export const SCENARIOS: Scenario[] = [
   googleSecOps,
   sentinel,
   enrichmentTcmDown,
+  enrichmentLookupBig,
 ];
