@@ -7,6 +7,14 @@ import { Worker } from 'node:worker_threads';
 import { ENCODE_WORKER_FILE, WORKER_LIMITS, releasePrewarmedWorkers, takePrewarmedWorker } from './encode-worker-prewarm.js';
 import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit, type PublishedReference } from './chunk-processor.js';
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
+import { MinorCollection } from './minor-collection.js';
+
+/**
+ * A minor collection after every this many bytes copied into the shared buffers: 4 MiB took
+ * about 25 MB off the bench corpus's peak RSS on Node 20 (10 MB on Node 24), CPU and wall time
+ * the same (docs/performance.md); smaller gave no more.
+ */
+const MINOR_COLLECTION_BYTES = 4 << 20;
 import type { BuffersMessage, InitMessage, ReferenceMessage, ResultMessage, TaskMessage } from './encode-messages.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
 import { buildReferenceTable } from '../mapping/reference-table-builder.js';
@@ -72,6 +80,8 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   private nextId = 1;
   private closed = false;
   private readonly inputs = new SharedBufferPool(INPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
+  /** The input copied into the shared buffers is garbage in this thread: collected every so often (minor-collection.ts). */
+  private readonly minorCollection = new MinorCollection(MINOR_COLLECTION_BYTES);
   private readonly outputs = new SharedBufferPool(OUTPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
 
   constructor(
@@ -202,6 +212,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
         seg.bytes = buf.subarray(from, at);
         ranges.push({ buffer: input, offset: from, length: at - from });
       }
+      this.minorCollection.copied(total);
     } else {
       // (no shared input buffer free, or too large for one) the bytes are copied into a shared
       // buffer of their own, not moved: should the worker die, they are still here to retry with
