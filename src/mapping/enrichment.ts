@@ -162,10 +162,7 @@ export function nameInBody(table: ReferenceTable, naming: BodyNaming, value: unk
   if (typeof value !== 'string' || value.length < 8 || value.length > 64 || !(naming.fullName || naming.name)) return value;
   const u = table.user(value);
   if (!u) return value;
-  const text = naming.fullName && u.fullName !== undefined ? u.fullName : naming.name && u.name !== undefined ? u.name : undefined;
-  if (text === undefined) return value;
-  // (one NamedUser per user and text, kept on the user)
-  let named = u.memo[0] as NamedUser | undefined;
-  if (named === undefined || named.text !== text) u.memo[0] = named = new NamedUser(text);
-  return named;
+  if (naming.fullName && u.fullName !== undefined) return new NamedUser(u.fullName);
+  if (naming.name && u.name !== undefined) return new NamedUser(u.name);
+  return value;
 }

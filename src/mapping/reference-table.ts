@@ -38,8 +38,8 @@ export const H_LOADED_AT_LO = 15;
 export const HEADER_WORDS = 16;
 
 /**
- * LUIDs each reader keeps decoded (per worker and tenant: about 2 MB at most, with what writers
- * cache on them); when full it starts afresh (activity is skewed: the busy users are back at once).
+ * LUIDs each reader keeps decoded (per worker and tenant: about 2 MB at most); when full it
+ * starts afresh (activity is skewed: the busy users are back at once).
  */
 const CACHE_ENTRIES = 8192;
 
@@ -53,12 +53,6 @@ export interface FoundUser {
   roleOn(siteLuid: string): string | undefined;
   /** The same as a one-item array (one array per role name, reused: read-only). */
   rolesOn(siteLuid: string): readonly string[] | undefined;
-  /**
-   * Scratch space of this reader's copy of the user, for what a consumer derives from it and
-   * wants to keep while the user stays cached (e.g. the encoded attributes, enrichment.ts):
-   * index by an id of the consumer's own. Lost when the cache starts afresh.
-   */
-  readonly memo: unknown[];
 }
 
 export interface FoundSite {
@@ -94,8 +88,6 @@ export interface ReferenceTableSize {
 // built by reference-table-builder.ts (buildReferenceTable: the users as they come, into the buffer itself)
 
 class TableUser implements FoundUser {
-  readonly memo: unknown[] = [];
-
   constructor(
     readonly id: string,
     readonly name: string | undefined,
