@@ -8,6 +8,7 @@
  */
 import { Readable, pipeline, type TransformOptions } from 'node:stream';
 import { createGunzip, type ZlibOptions } from 'node:zlib';
+import { onlyUsed, releaseWhenCopied } from '../core/buffer-release.js';
 
 export type LineItem =
   | { kind: 'line'; line: number; text: string }
@@ -72,7 +73,22 @@ export async function* decompressed(source: AsyncIterable<Buffer | Uint8Array>):
   const gunzip = pipeline(Readable.from(all(), { objectMode: false }), createGunzip(gunzipOptions), () => {
     /* errors surface through the iteration below */
   });
-  for await (const chunk of gunzip) yield chunk as Buffer;
+  // the gunzip's output buffers are its own, written to their end before it takes a new one: each
+  // is freed once all its bytes were copied into the encode workers' buffers (buffer-release.ts);
+  // the last one only partly, when the stream ends (for a small object, the only one)
+  let last: ArrayBufferLike | null = null;
+  let lastUsed = 0;
+  for await (const chunk of gunzip) {
+    const c = chunk as Buffer;
+    releaseWhenCopied(c);
+    if (c.buffer !== last) {
+      last = c.buffer;
+      lastUsed = 0;
+    }
+    lastUsed = c.byteOffset + c.length;
+    yield c;
+  }
+  if (last) onlyUsed(last, lastUsed);
 }
 
 /**

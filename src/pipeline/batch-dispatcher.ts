@@ -46,7 +46,7 @@ export class BatchDispatcher {
   /** A chunk of an object joins the current batch (handed on once full). */
   async add(tracker: ObjectTracker, keyInfo: ObjectKeyInfo, uidPrefix: string, chunk: ObjectChunk, endOffset: number): Promise<void> {
     const b = this.batch;
-    b.segments.push({ keyInfo, uidPrefix, firstLine: chunk.firstLine, bytes: NO_BYTES, parts: chunk.parts });
+    b.segments.push({ keyInfo, uidPrefix, firstLine: chunk.firstLine, bytes: NO_BYTES, parts: chunk.parts, partsBytes: chunk.byteLength });
     b.refs.push({ tracker, entry: tracker.add(lastLineOf(chunk), endOffset), key: tracker.obj.key });
     b.lines += chunk.lineCount;
     b.bytes += chunk.byteLength;

@@ -56,6 +56,8 @@ export interface ChunkSegment {
    * into its shared buffer, or joins them, and sets `bytes` before the segment is processed.
    */
   parts?: Uint8Array[];
+  /** The parts' length in all, as the reader counted them (checked once they are copied). */
+  partsBytes?: number;
 }
 
 export interface ChunkTask {

@@ -8,6 +8,7 @@ import { ENCODE_WORKER_FILE, WORKER_LIMITS, releasePrewarmedWorkers, takePrewarm
 import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit, type PublishedReference } from './chunk-processor.js';
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
 import { MinorCollection } from './minor-collection.js';
+import { copiedOut } from '../core/buffer-release.js';
 
 /**
  * A minor collection after every this many bytes copied into the shared buffers: 4 MiB took
@@ -193,6 +194,37 @@ export class EncodeWorkerPool implements ReferenceDataSink {
     }
     if (total <= INPUT_BUFFER_BYTES) input = this.inputs.acquire();
     let ranges: SharedRange[] | undefined;
+    try {
+      ranges = this.copyIn(task, input);
+    } catch (err) {
+      release();
+      return Promise.reject(new Error(`encode pool: ${(err as Error).message}`));
+    }
+    if (ranges) this.minorCollection.copied(total);
+    return new Promise<ChunkResult>((resolve, reject) => {
+      this.queue.push({ task, ...(ranges ? { input: ranges } : {}), output, resolve, reject });
+      this.pump();
+    }).then(
+      (result) => ({ ...result, release }),
+      (err: unknown) => {
+        // (a ChunkProcessingError holds copies of the bytes: the shared buffers can go back)
+        release();
+        throw err;
+      },
+    );
+  }
+
+  /**
+   * The task's bytes into the shared input buffer `input` (its ranges returned), or, with -1,
+   * into shared buffers of their own (not moved: should the worker die, they are still here to
+   * retry with). Then the read buffers the parts came from may be freed (buffer-release.ts). A
+   * segment copied short of the reader's chunk (a read buffer freed too early would do that)
+   * throws instead of losing lines silently: the batch is not delivered, its objects are read
+   * again.
+   */
+  private copyIn(task: ChunkTask, input: number): SharedRange[] | undefined {
+    let ranges: SharedRange[] | undefined;
+    const parts = task.segments.map((seg) => seg.parts);
     if (input >= 0) {
       const buf = this.inputs.buffers[input]!;
       ranges = [];
@@ -212,10 +244,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
         seg.bytes = buf.subarray(from, at);
         ranges.push({ buffer: input, offset: from, length: at - from });
       }
-      this.minorCollection.copied(total);
     } else {
-      // (no shared input buffer free, or too large for one) the bytes are copied into a shared
-      // buffer of their own, not moved: should the worker die, they are still here to retry with
       joinParts(task);
       for (const seg of task.segments) {
         const shared = new Uint8Array(new SharedArrayBuffer(seg.bytes.length));
@@ -223,17 +252,13 @@ export class EncodeWorkerPool implements ReferenceDataSink {
         seg.bytes = shared;
       }
     }
-    return new Promise<ChunkResult>((resolve, reject) => {
-      this.queue.push({ task, ...(ranges ? { input: ranges } : {}), output, resolve, reject });
-      this.pump();
-    }).then(
-      (result) => ({ ...result, release }),
-      (err: unknown) => {
-        // (a ChunkProcessingError holds copies of the bytes: the shared buffers can go back)
-        release();
-        throw err;
-      },
-    );
+    task.segments.forEach((seg, i) => {
+      if (seg.partsBytes !== undefined && seg.bytes.length !== seg.partsBytes) {
+        throw new Error(`a chunk of ${seg.partsBytes} bytes was copied as ${seg.bytes.length} (line ${seg.firstLine} on)`);
+      }
+      for (const p of parts[i] ?? []) copiedOut(p);
+    });
+    return ranges;
   }
 
   private pump(): void {
