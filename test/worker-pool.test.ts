@@ -40,6 +40,42 @@ function checkResult(r: ChunkResult, n: number, lines: number): void {
   });
 }
 
+describe('encode pool: how far ahead a caller may run (whenReady)', () => {
+  it('ready at once while a worker can take a task; once tasks wait in the queue, only after a worker finished one', async () => {
+    const pool = new EncodeWorkerPool(1, init);
+    try {
+      await pool.whenReady(); // nothing queued
+      const runs = [0, 1, 2].map((n) => pool.run(task(n, 2000)));
+      // one worker holds two tasks at most: the third waits in the queue
+      expect(pool.tasks).toEqual({ queued: 1, running: 2 });
+      let atReady: { queued: number; running: number } | undefined;
+      await pool.whenReady().then(() => (atReady = pool.tasks));
+      // resolved only when the queue emptied, which takes a finished task (the third moved to the worker)
+      expect(atReady?.queued).toBe(0);
+      expect(atReady!.running).toBeLessThanOrEqual(2);
+      const results = await Promise.all(runs);
+      results.forEach((r, n) => checkResult(r, n, 2000));
+      for (const r of results) r.release?.();
+    } finally {
+      await pool.close();
+    }
+    // a closed pool does not keep its callers waiting
+    await pool.whenReady();
+  }, 60_000);
+
+  it('in-process (no workers): always ready', async () => {
+    const pool = new EncodeWorkerPool(0, init);
+    try {
+      await pool.whenReady();
+      const r = await pool.run(task(1, 10));
+      r.release?.();
+      await pool.whenReady();
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe('encode pool with shared buffers', () => {
   for (const size of [1, 0]) {
     it(`${size === 0 ? 'in-process' : 'one worker'}: bodies stay intact until released, more tasks than shared buffers, a task larger than one`, async () => {

@@ -60,6 +60,8 @@ export class BatchDispatcher {
     this.batch = emptyBatch();
     await this.waitForCheckpointWritable();
     await this.slots.acquire(b.bytes);
+    // (read no further ahead of the workers than they can take: worker-pool.ts whenReady)
+    await this.ctx.pool.whenReady();
     const p = this.processAndDeliver(b)
       .then((ok) => {
         if (ok) for (const r of b.refs) r.tracker.settle(r.entry);

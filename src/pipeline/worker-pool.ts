@@ -77,6 +77,8 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   /** Each tenant's reference data as published (a loaded table is one SharedArrayBuffer all workers read). */
   private readonly references = new Map<string, PublishedReference>();
   private readonly queue: Pending[] = [];
+  /** Callers of whenReady() waiting for the queue to empty. */
+  private readonly readyWaiters: Array<() => void> = [];
   private readonly inline: ChunkProcessor | null;
   private nextId = 1;
   private closed = false;
@@ -261,7 +263,29 @@ export class EncodeWorkerPool implements ReferenceDataSink {
     return ranges;
   }
 
+  /**
+   * Resolves once a task would go to a worker at once (none waits in the pool's own queue): the
+   * batch dispatcher waits for it before handing on a batch, so the reader runs ahead of the
+   * workers by what they hold (`PER_WORKER` each) and one batch more, not by every in-flight slot.
+   * Bytes waiting in the queue hold a shared input and output buffer each for nothing: with a
+   * near destination the in-flight batches were nearly all waiting there.
+   */
+  whenReady(): Promise<void> {
+    if (this.inline || this.closed || this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.readyWaiters.push(resolve));
+  }
+
+  private wakeReadyWaiters(): void {
+    if (this.readyWaiters.length === 0 || (this.queue.length > 0 && !this.closed)) return;
+    for (const resolve of this.readyWaiters.splice(0)) resolve();
+  }
+
   private pump(): void {
+    this.pumpQueue();
+    this.wakeReadyWaiters();
+  }
+
+  private pumpQueue(): void {
     while (this.queue.length > 0) {
       let best: Slot | undefined;
       for (const s of this.slots) if (s.busy.size < PER_WORKER && (!best || s.busy.size < best.busy.size)) best = s;
@@ -317,6 +341,13 @@ export class EncodeWorkerPool implements ReferenceDataSink {
     return n;
   }
 
+  /** Tasks waiting in the pool's own queue, and tasks the workers hold (for tests and the bench). */
+  get tasks(): { queued: number; running: number } {
+    let running = 0;
+    for (const s of this.slots) running += s.busy.size;
+    return { queued: this.queue.length, running };
+  }
+
   /** Shared buffers lent out now (input, output): back to 0 once every result is released. */
   get sharedBuffersInUse(): { inputs: number; outputs: number } {
     return { inputs: this.inputs.inUse, outputs: this.outputs.inUse };
@@ -324,6 +355,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.wakeReadyWaiters();
     this.references.clear();
     for (const p of this.queue.splice(0)) p.reject(new Error('encode worker pool closed'));
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
