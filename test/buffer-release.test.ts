@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
 import { copiedOut, onlyUsed, releaseWhenCopied } from '../src/core/buffer-release.js';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
@@ -75,7 +76,7 @@ describe('buffer release through the encode pool', () => {
   let dir: string;
   const lines = 6000;
   const text = Array.from({ length: lines }, (_, i) =>
-    JSON.stringify({ eventTime: '2026-11-29T10:00:00.123Z', siteLuid: 's1', method: 'GET', requestUri: `/r/${i}?x=1`, pad: 'y'.repeat(200 + (i % 97)) }),
+    JSON.stringify({ eventTime: '2026-11-29T10:00:00.123Z', siteLuid: 's1', method: 'GET', requestUri: `/r/${i}?x=1`, pad: randomBytes(150 + (i % 97)).toString('base64') }),
   ).join('\n');
   const init: ProcessorInit = { catalog: loadCatalog(), scope: { name: 'release-test', version: '1' }, tenants: [{ id: 't' }] };
   const KEY = { pod: 'p1', siteLuid: 's1', eventType: 'vizql_http_request' };
@@ -92,11 +93,21 @@ describe('buffer release through the encode pool', () => {
       const pool = new EncodeWorkerPool(1, init);
       const before = bufferReleaseStats.released;
       const buffers = new Set<ArrayBufferLike>();
+      let readBuffers = new Set<ArrayBufferLike>();
       const uids: string[] = [];
       try {
         const file = path.join(dir, name);
         const size = (await import('node:fs')).statSync(file).size;
-        const chunks = objectChunks(decompressed(fileChunks(file, { expectedSize: size, maxReadBytes: 128 * 1024 })), { maxLines: 1000, maxBytes: 200_000, maxLineBytes: 1 << 20 });
+        // the reads themselves (for the gzip file, compressed: consumed by the gunzip, not copied)
+        const reads = new Set<ArrayBufferLike>();
+        async function* reading(): AsyncGenerator<Buffer> {
+          for await (const b of fileChunks(file, { expectedSize: size, maxReadBytes: 16 * 1024 })) {
+            reads.add(b.buffer);
+            yield b;
+          }
+        }
+        readBuffers = reads;
+        const chunks = objectChunks(decompressed(reading()), { maxLines: 1000, maxBytes: 200_000, maxLineBytes: 1 << 20 });
         for await (const item of chunks) {
           if (item.kind !== 'chunk') throw new Error(`unexpected ${item.kind}`);
           for (const p of item.chunk.parts) buffers.add(p.buffer);
@@ -110,6 +121,8 @@ describe('buffer release through the encode pool', () => {
       }
       expect(uids).toEqual(Array.from({ length: lines }, (_, i) => `f:${i + 1}`));
       expect(buffers.size).toBeGreaterThan(3);
+      expect(readBuffers.size).toBeGreaterThan(3);
+      for (const ab of readBuffers) buffers.add(ab); // (for the plain file, the same buffers)
       expect([...buffers].filter((ab) => !detached(ab))).toEqual([]);
       expect(bufferReleaseStats.released - before).toBe(buffers.size);
     }, 60_000);

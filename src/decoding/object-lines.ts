@@ -6,9 +6,9 @@
  * `maxLineBytes` is reported as oversize (its head kept for the dead letter) and skipped
  * without buffering the rest of it.
  */
-import { Readable, pipeline, type TransformOptions } from 'node:stream';
-import { createGunzip, type ZlibOptions } from 'node:zlib';
-import { onlyUsed, releaseWhenCopied } from '../core/buffer-release.js';
+import type { TransformOptions } from 'node:stream';
+import { createGunzip, type Gunzip, type ZlibOptions } from 'node:zlib';
+import { copiedOut, onlyUsed, releaseWhenCopied } from '../core/buffer-release.js';
 
 export type LineItem =
   | { kind: 'line'; line: number; text: string }
@@ -62,33 +62,68 @@ export async function* decompressed(source: AsyncIterable<Buffer | Uint8Array>):
     yield* rest;
     return;
   }
-  async function* all(): AsyncGenerator<Buffer> {
-    yield head;
-    yield* rest;
-  }
   // the gunzip's buffers pinned to Node 20's 16 KiB (Node 22 raised the default highWaterMark to
   // 64 KiB): past a limit (maxObjectLines) as little more of the object is fetched and inflated on
   // every Node (zlib streams take the stream.Transform options, which ZlibOptions' type omits)
   const gunzipOptions: ZlibOptions & TransformOptions = { chunkSize: 256 * 1024, highWaterMark: GUNZIP_HIGH_WATER_MARK };
-  const gunzip = pipeline(Readable.from(all(), { objectMode: false }), createGunzip(gunzipOptions), () => {
-    /* errors surface through the iteration below */
-  });
+  const gunzip = createGunzip(gunzipOptions);
+  void feed(gunzip, head, rest);
   // the gunzip's output buffers are its own, written to their end before it takes a new one: each
   // is freed once all its bytes were copied into the encode workers' buffers (buffer-release.ts);
   // the last one only partly, when the stream ends (for a small object, the only one)
   let last: ArrayBufferLike | null = null;
   let lastUsed = 0;
-  for await (const chunk of gunzip) {
-    const c = chunk as Buffer;
-    releaseWhenCopied(c);
-    if (c.buffer !== last) {
-      last = c.buffer;
-      lastUsed = 0;
+  try {
+    for await (const chunk of gunzip) {
+      const c = chunk as Buffer;
+      releaseWhenCopied(c);
+      if (c.buffer !== last) {
+        last = c.buffer;
+        lastUsed = 0;
+      }
+      lastUsed = c.byteOffset + c.length;
+      yield c;
     }
-    lastUsed = c.byteOffset + c.length;
-    yield c;
+    if (last) onlyUsed(last, lastUsed);
+  } finally {
+    // (stopped early, or failed: the feed sees the gunzip destroyed and closes the source)
+    if (!gunzip.destroyed) gunzip.destroy();
   }
-  if (last) onlyUsed(last, lastUsed);
+}
+
+/**
+ * Writes an object's compressed bytes into the gunzip, waiting for it to drain; an error of the
+ * source destroys the gunzip with it (so it surfaces where the output is read), and a gunzip
+ * destroyed (the reader stopped, or the data was bad) stops the feed and closes the source. A
+ * compressed buffer is released once the gunzip has consumed it (its write callback), so it is
+ * freed at once when the source registered it (buffer-release.ts).
+ */
+async function feed(gunzip: Gunzip, head: Buffer, rest: AsyncIterable<Buffer>): Promise<void> {
+  const write = async (chunk: Buffer): Promise<void> => {
+    const more = gunzip.write(chunk, (err) => {
+      if (!err) copiedOut(chunk);
+    });
+    if (more || gunzip.destroyed) return;
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        gunzip.off('drain', done);
+        gunzip.off('close', done);
+        resolve();
+      };
+      gunzip.on('drain', done);
+      gunzip.on('close', done);
+    });
+  };
+  try {
+    await write(head);
+    for await (const chunk of rest) {
+      if (gunzip.destroyed) return;
+      await write(chunk);
+    }
+    if (!gunzip.destroyed) gunzip.end();
+  } catch (err) {
+    gunzip.destroy(err as Error);
+  }
 }
 
 /**
