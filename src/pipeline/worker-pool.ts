@@ -264,19 +264,24 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   }
 
   /**
-   * Resolves once a task would go to a worker at once (none waits in the pool's own queue): the
-   * batch dispatcher waits for it before handing on a batch, so the reader runs ahead of the
-   * workers by what they hold (`PER_WORKER` each) and one batch more, not by every in-flight slot.
-   * Bytes waiting in the queue hold a shared input and output buffer each for nothing: with a
-   * near destination the in-flight batches were nearly all waiting there.
+   * Resolves once a task would go to a worker at once (a worker holds fewer than `PER_WORKER`
+   * and none waits in the pool's own queue): the batch dispatcher waits for it before handing on
+   * a batch, so the reader runs ahead of the workers by what they hold, not by every in-flight
+   * slot. (A worker holding two tasks always has the next one at hand; batches waiting beyond
+   * that held a shared input and output buffer each for nothing: with a near destination the
+   * in-flight batches were nearly all waiting for the workers.)
    */
   whenReady(): Promise<void> {
-    if (this.inline || this.closed || this.queue.length === 0) return Promise.resolve();
+    if (this.inline || this.closed || this.canTakeNow()) return Promise.resolve();
     return new Promise((resolve) => this.readyWaiters.push(resolve));
   }
 
+  private canTakeNow(): boolean {
+    return this.queue.length === 0 && this.slots.some((s) => s.busy.size < PER_WORKER);
+  }
+
   private wakeReadyWaiters(): void {
-    if (this.readyWaiters.length === 0 || (this.queue.length > 0 && !this.closed)) return;
+    if (this.readyWaiters.length === 0 || (!this.closed && !this.canTakeNow())) return;
     for (const resolve of this.readyWaiters.splice(0)) resolve();
   }
 
