@@ -1,0 +1,60 @@
+/**
+ * Young generations kept at their initial size (src/core/young-generation.ts): the daemon's
+ * main-thread young generation, as its own /metrics reports it, stays small through a backfill
+ * (it grew to 2 x 16 MB before); and an operator's own young-generation flags are left alone.
+ */
+import { describe, it, expect, afterEach } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
+import { startDaemon, waitFor, type DaemonProcess } from './support/daemon-process.js';
+import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
+import { writeDirectoryTenantConfig } from './support/config-files.js';
+import { REPO_ROOT } from './support/cli-process.js';
+
+let receiver: OtlpReceiver | undefined;
+let daemon: DaemonProcess | undefined;
+afterEach(async () => {
+  if (daemon && daemon.child.exitCode === null) {
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+  }
+  await receiver?.close();
+  daemon = undefined;
+  receiver = undefined;
+});
+
+/** The main thread's young generation in bytes, from prom-client's default metrics. */
+function newSpaceBytes(metrics: string): number {
+  const m = /^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)/m.exec(metrics);
+  if (!m) throw new Error(`no new-space size in /metrics:\n${metrics.slice(0, 2000)}`);
+  return Number(m[1]);
+}
+
+describe('young generation', () => {
+  it('the daemon main thread keeps its young generation at its initial size through a backfill', async () => {
+    receiver = await startOtlpReceiver();
+    const work = tempDir();
+    const tree = writeFixtureTree(join(work, 'logs'), 24, 4000);
+    const config = writeDirectoryTenantConfig(work, [{ type: 'otlp', endpoint: receiver.url }], 'batchSize: 1000');
+    daemon = await startDaemon(['--config', config]);
+    await waitFor('every record exported', () => receiver!.records().length >= tree.records.length || undefined, 120_000, 200);
+    const metrics = (await daemon.get('/metrics')).body;
+    // V8's initial young generation is 2 x 1 MB (1 MB with a larger page size); grown, it was 32 MB
+    expect(newSpaceBytes(metrics)).toBeLessThanOrEqual(4 << 20);
+    expect(receiver.records().length).toBe(tree.records.length);
+  }, 180_000);
+
+  it('leaves it alone when the node command line sizes the young generation', () => {
+    const probe = `import('./dist/core/young-generation.js').then((m) => console.log(JSON.stringify(m.keepYoungGenerationSmall())))`;
+    const run = (args: string[], env: Record<string, string> = {}): string => {
+      const r = spawnSync(process.execPath, [...args, '--input-type=module', '-e', probe], { cwd: REPO_ROOT, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '', ...env } });
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout.trim();
+    };
+    expect(run([])).toBe('true');
+    expect(run(['--max-semi-space-size=8'])).toBe('false');
+    expect(run(['--semi-space-growth-factor=2'])).toBe('false');
+    expect(run([], { NODE_OPTIONS: '--max-semi-space-size=8' })).toBe('false');
+  });
+});
