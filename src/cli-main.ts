@@ -4,9 +4,9 @@
  * of a second off the start of a run); then the commands load (cli-commands.ts).
  */
 import { prewarmEncodeWorkers, defaultEncodeWorkers } from './pipeline/encode-worker-prewarm.js';
-import { keepYoungGenerationSmall } from './core/young-generation.js';
+import { capYoungGeneration } from './core/young-generation.js';
 
-// (before anything allocates much: young generations at their initial size, core/young-generation.ts)
-keepYoungGenerationSmall();
+// (before anything allocates much: the young generation capped, core/young-generation.ts)
+capYoungGeneration();
 if (process.argv[2] === 'run') prewarmEncodeWorkers(defaultEncodeWorkers());
 await import('./cli-commands.js');

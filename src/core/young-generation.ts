@@ -1,24 +1,32 @@
 /**
- * Every thread's young generation kept at V8's initial size (1 MB semi-spaces), instead of
- * letting it grow to 16 MB (the main thread) or to its limit (a worker's).
+ * The young generation capped at 2 x 4 MB (it grew to 2 x 16 MB on the main thread), though
+ * Node sizes it only from the command line.
  *
  * V8 doubles a heap's young generation when much of it survives collections; the main thread's
- * grew to 2 x 16 MB early in a run and stayed there, though what it holds between collections is
- * small (it reads, routes and copies bytes). With the growth factor at 1 the young generations
- * stay at their initial size: in the bench the peak RSS fell by some 15 MB, CPU and wall time the
- * same within the noise (docs/performance.md). The setting is a V8 flag, process-wide, read
- * each time a heap would grow, so it can be set while running (`v8.setFlagsFromString`); V8 sets
- * it back to 2 when it configures a new thread's heap (seen on Node 20), so it is set again once
- * each worker is online (`afterThreadStart`).
+ * grew to 2 x 16 MB early in every run and stayed there, though what it holds between
+ * collections is small (it reads, routes and copies bytes): in the bench that was some 15 MB of
+ * the peak RSS. Kept at its initial 2 x 1 MB it cost 20-25 % more CPU with 100 busy tenants
+ * (more objects promoted, more full collections); 2 x 4 MB kept nearly all of the memory saved
+ * with CPU as before (docs/performance.md).
  *
- * An operator who gives `--semi-space-growth-factor` or a semi-space size on the node command
- * line (or in NODE_OPTIONS) keeps their setting: nothing is changed then.
+ * How, at run time: V8 reads the growth factor flag (`--semi-space-growth-factor`, process-wide)
+ * each time a heap would grow, and `v8.setFlagsFromString` may set it while running. It is 1
+ * (no growth) from the start, then after every minor collection of this thread it is 2 while
+ * the young generation is under the cap and 1 once it has reached it. (Setting it again after
+ * every collection also undoes Node 20's setting it back to 2 when a worker's heap is created.)
+ * The workers' young generations are capped by their own `resourceLimits` and stay within them.
+ *
+ * An operator who sizes the young generation on the node command line (or in NODE_OPTIONS)
+ * keeps their setting: nothing is changed then.
  */
 import v8 from 'node:v8';
-import type { Worker } from 'node:worker_threads';
+import { PerformanceObserver, constants } from 'node:perf_hooks';
 
-const FLAG = '--semi-space-growth-factor=1';
-let enabled = false;
+/** Both semi-spaces together, as `v8.getHeapSpaceStatistics()` reports the young generation. */
+export const YOUNG_GENERATION_CAP_BYTES = 8 << 20;
+
+let observer: PerformanceObserver | null = null;
+let growing = false;
 
 /** Whether the operator sized the young generation themselves. */
 function operatorChose(): boolean {
@@ -26,20 +34,37 @@ function operatorChose(): boolean {
   return given.some((a) => /^--(semi-space-growth-factor|max-semi-space-size|min-semi-space-size)(=|$)/.test(a));
 }
 
-/** From now on, young generations stay at their initial size (see above). Returns whether it is on. */
-export function keepYoungGenerationSmall(): boolean {
-  if (!enabled && !operatorChose()) enabled = apply();
-  return enabled;
-}
-
-/** A worker was started: once its heap exists, the flag is set again. */
-export function afterThreadStart(worker: Worker): void {
-  if (enabled) worker.once('online', apply);
-}
-
-function apply(): boolean {
+/** From now on the young generation stays under the cap (see above). Returns whether it does. */
+export function capYoungGeneration(): boolean {
+  if (observer) return true;
+  if (operatorChose() || !setGrowth(false)) return false;
   try {
-    v8.setFlagsFromString(FLAG);
+    observer = new PerformanceObserver((list) => {
+      if (list.getEntries().some((e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR)) adjust();
+    });
+    observer.observe({ entryTypes: ['gc'] });
+  } catch {
+    observer = null;
+    return false;
+  }
+  return true;
+}
+
+/** The young generation's size now (both semi-spaces), in bytes. */
+export function youngGenerationBytes(): number {
+  return v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
+}
+
+function adjust(): void {
+  const under = youngGenerationBytes() < YOUNG_GENERATION_CAP_BYTES;
+  // (at the cap: set again every time, in case a new worker's heap set it back)
+  if (under !== growing || !under) setGrowth(under);
+}
+
+function setGrowth(grow: boolean): boolean {
+  try {
+    v8.setFlagsFromString(grow ? '--semi-space-growth-factor=2' : '--semi-space-growth-factor=1');
+    growing = grow;
     return true;
   } catch {
     return false;

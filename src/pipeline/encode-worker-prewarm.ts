@@ -8,7 +8,6 @@
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { availableCores } from '../core/available-cores.js';
-import { afterThreadStart } from '../core/young-generation.js';
 
 /**
  * Heap limits of a worker: it holds at most a couple of batches (a few MB each as objects), so
@@ -33,7 +32,6 @@ const prewarmed: Worker[] = [];
 export function prewarmEncodeWorkers(count: number): void {
   for (let i = 0; i < count; i++) {
     const worker = new Worker(ENCODE_WORKER_FILE, { resourceLimits: WORKER_LIMITS });
-    afterThreadStart(worker);
     // not adopted yet: it must not keep the process alive, and a failure just drops it
     worker.unref();
     worker.on('error', () => drop(worker));

@@ -9,7 +9,6 @@ import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit, t
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
 import { MinorCollection } from './minor-collection.js';
 import { copiedOut } from '../core/buffer-release.js';
-import { afterThreadStart } from '../core/young-generation.js';
 
 /**
  * A minor collection after every this many bytes copied into the shared buffers: 4 MiB took
@@ -101,7 +100,6 @@ export class EncodeWorkerPool implements ReferenceDataSink {
     // a worker started early (encode-worker-prewarm.ts) gets its setup now; else a new one
     const prewarmed = takePrewarmedWorker();
     const worker = prewarmed ?? new Worker(ENCODE_WORKER_FILE, { workerData: this.init, resourceLimits: WORKER_LIMITS });
-    if (!prewarmed) afterThreadStart(worker);
     if (prewarmed) {
       const setup: InitMessage = { kind: 'init', init: this.init };
       prewarmed.postMessage(setup);

@@ -31,7 +31,6 @@ import type { SiteReference } from '../mapping/reference-data.js';
 import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
 import { referenceBuilder, UserTable, type ReferenceCopy } from './reference-copy.js';
 import { UserSection, type TransferableUserSection } from '../mapping/reference-table-builder.js';
-import { afterThreadStart } from '../core/young-generation.js';
 
 export type LookupFormat = 'csv' | 'ndjson';
 
@@ -301,7 +300,6 @@ function inWorker(input: LookupWorkerInput): Promise<LookupWorkerAnswer> {
   const { file } = input;
   return new Promise<LookupWorkerAnswer>((resolve, reject) => {
     const worker = new Worker(LOOKUP_WORKER_FILE, { workerData: input, resourceLimits: LOOKUP_WORKER_LIMITS });
-    afterThreadStart(worker);
     // the answer counts once the thread has ended (its heap is gone before the next one starts)
     let answer: LookupWorkerAnswer | undefined;
     let failure: Error | undefined;
