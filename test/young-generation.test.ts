@@ -55,6 +55,7 @@ describe('young generation', () => {
     expect(run([])).toBe('true');
     expect(run(['--max-semi-space-size=8'])).toBe('false');
     expect(run(['--semi-space-growth-factor=2'])).toBe('false');
+    expect(run(['--max_semi_space_size=4'])).toBe('false');
     expect(run([], { NODE_OPTIONS: '--max-semi-space-size=8' })).toBe('false');
   });
 });

@@ -31,7 +31,8 @@ let growing = false;
 /** Whether the operator sized the young generation themselves. */
 function operatorChose(): boolean {
   const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
-  return given.some((a) => /^--(semi-space-growth-factor|max-semi-space-size|min-semi-space-size)(=|$)/.test(a));
+  // (V8 takes its flags with dashes or underscores)
+  return given.some((a) => /^--(semi[-_]space[-_]growth[-_]factor|max[-_]semi[-_]space[-_]size|min[-_]semi[-_]space[-_]size)(=|$)/.test(a));
 }
 
 /** From now on the young generation stays under the cap (see above). Returns whether it does. */
