@@ -77,7 +77,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   /** Each tenant's reference data as published (a loaded table is one SharedArrayBuffer all workers read). */
   private readonly references = new Map<string, PublishedReference>();
   private readonly queue: Pending[] = [];
-  /** Callers of whenReady() waiting for the queue to empty. */
+  /** Callers of whenReady() waiting until a worker can take a task at once. */
   private readonly readyWaiters: Array<() => void> = [];
   private readonly inline: ChunkProcessor | null;
   private nextId = 1;
