@@ -5,7 +5,7 @@
  * with the records checked by the test receiver's own protobuf decoder.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -97,7 +97,7 @@ describe('buffer release through the encode pool', () => {
       const uids: string[] = [];
       try {
         const file = path.join(dir, name);
-        const size = (await import('node:fs')).statSync(file).size;
+        const size = statSync(file).size;
         // the reads themselves (for the gzip file, compressed: consumed by the gunzip, not copied)
         const reads = new Set<ArrayBufferLike>();
         async function* reading(): AsyncGenerator<Buffer> {
