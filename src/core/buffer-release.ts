@@ -49,23 +49,22 @@ export function releaseWhenCopied(view: Uint8Array): void {
  * buffer, written only partly when the stream ended): only those are waited for.
  */
 export function onlyUsed(ab: ArrayBufferLike, used: number): void {
-  const left = remaining.get(ab as ArrayBuffer);
-  if (left === undefined) return;
-  const now = left - (ab.byteLength - used);
-  if (now > 0) remaining.set(ab as ArrayBuffer, now);
-  else {
-    remaining.delete(ab as ArrayBuffer);
-    if (now === 0) detach(ab as ArrayBuffer);
-  }
+  settle(ab as ArrayBuffer, ab.byteLength - used);
 }
 
 /** The bytes of `view` were copied elsewhere; frees its buffer once all of them were. */
 export function copiedOut(view: Uint8Array): void {
   const ab = view.buffer as ArrayBuffer;
-  const left = remaining.get(ab);
-  if (left === undefined || view.byteLength === 0 || counted.has(view)) return;
+  if (view.byteLength === 0 || !remaining.has(ab) || counted.has(view)) return;
   counted.add(view);
-  const now = left - view.byteLength;
+  settle(ab, view.byteLength);
+}
+
+/** `bytes` more of `ab` are no longer waited for: it is freed once none are left (a count past its length disables that). */
+function settle(ab: ArrayBuffer, bytes: number): void {
+  const left = remaining.get(ab);
+  if (left === undefined) return;
+  const now = left - bytes;
   if (now > 0) {
     remaining.set(ab, now);
     return;

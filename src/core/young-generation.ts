@@ -23,7 +23,7 @@ import v8 from 'node:v8';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 
 /** Both semi-spaces together, as `v8.getHeapSpaceStatistics()` reports the young generation. */
-export const YOUNG_GENERATION_CAP_BYTES = 8 << 20;
+const YOUNG_GENERATION_CAP_BYTES = 8 << 20;
 
 let observer: PerformanceObserver | null = null;
 let growing = false;
@@ -52,7 +52,7 @@ export function capYoungGeneration(): boolean {
 }
 
 /** The young generation's size now (both semi-spaces), in bytes. */
-export function youngGenerationBytes(): number {
+function youngGenerationBytes(): number {
   return v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 }
 
