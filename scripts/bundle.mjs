@@ -26,6 +26,26 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = join(root, 'dist', 'bundle');
 rmSync(outdir, { recursive: true, force: true });
 
+/**
+ * zod's namespace (`import { z } from 'zod'`) (and zod/v4/core's) re-exports all 64 of its error-message locales
+ * (`z.locales`), which keeps every one of them in the bundle and in the heap of each thread
+ * that loads zod (the main thread and every encode worker); the project uses English only (zod's
+ * default). Its locales index resolves to a module that exports just `en`.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]zod[\\/]v4[\\/](classic|core|mini)[\\/]/.test(args.importer) ? { path: join(dirname(args.importer), '..', 'locales', 'en.js'), namespace: 'zod-locales' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(args.path)};`,
+      resolveDir: dirname(args.path),
+      loader: 'js',
+    }));
+  },
+};
+
 const result = await build({
   absWorkingDir: root,
   entryPoints: {
@@ -51,6 +71,7 @@ const result = await build({
   legalComments: 'linked',
   logLevel: 'warning',
   metafile: true,
+  plugins: [zodEnglishOnly],
 });
 
 const outputs = Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js'));
