@@ -485,6 +485,15 @@ describe('prebuilt catalog (catalog-snapshot.ts)', () => {
       expect(fromSnapshot!.eventTypes.size).toBe(270);
       expect(plain(fromSnapshot!)).toEqual(plain(fromYaml));
       expect(fromSnapshot!.eventTypes.get('login_authentication')!.allAttributes).toBeInstanceOf(Map);
+      // a family's common attribute is one object in every type, as when loaded from the YAML files
+      const common = (t: string) => fromSnapshot!.eventTypes.get(t)!.allAttributes.get('eventOutcome');
+      expect(common('hist_access_view')).toBeDefined();
+      expect(common('hist_access_view')).toBe(common('hist_publish_workbook'));
+      expect(fromYaml.eventTypes.get('hist_access_view')!.allAttributes.get('eventOutcome')).toBe(fromYaml.eventTypes.get('hist_publish_workbook')!.allAttributes.get('eventOutcome'));
+      const own = fromSnapshot!.eventTypes.get('hist_access_view')!;
+      for (const [name, attr] of Object.entries(own.attributes)) expect(own.allAttributes.get(name)).toBe(attr);
+      const distinct = new Set([...fromSnapshot!.eventTypes.values()].flatMap((e) => [...e.allAttributes.values()]));
+      expect(distinct.size).toBeLessThan(1000);
 
       // a copy with one body edited: the snapshot no longer applies, and loading reads the edit
       const copy = path.join(tempDir(), 'mappings');
