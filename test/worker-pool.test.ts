@@ -63,6 +63,48 @@ describe('encode pool: how far ahead a caller may run (whenReady)', () => {
     await pool.whenReady();
   }, 60_000);
 
+  it('many callers waiting (one per tenant): woken only as many as the workers have places for', async () => {
+    const pool = new EncodeWorkerPool(1, init);
+    try {
+      // the worker's two places are taken; 20 callers wait, each hands a task on once woken
+      const first = [0, 1].map((n) => pool.run(task(n, 2000)));
+      let mostQueued = 0;
+      let mostHeld = 0;
+      const callers = Array.from({ length: 20 }, (_, i) =>
+        pool.whenReady().then(() => {
+          const r = pool.run(task(10 + i, 200));
+          mostQueued = Math.max(mostQueued, pool.tasks.queued);
+          mostHeld = Math.max(mostHeld, pool.tasks.queued + pool.tasks.running);
+          return r;
+        }),
+      );
+      const results = await Promise.all([...first, ...(await Promise.all(callers))]);
+      results.forEach((r, i) => checkResult(r, i < 2 ? i : 8 + i, i < 2 ? 2000 : 200));
+      // before, all 20 were woken together: 18 tasks queued behind the worker's two, each holding a shared buffer
+      expect(mostQueued).toBe(0);
+      expect(mostHeld).toBeLessThanOrEqual(2);
+      for (const r of results) r.release?.();
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+
+  it('woken callers that hand nothing on do not keep the others waiting', async () => {
+    const pool = new EncodeWorkerPool(1, init);
+    try {
+      const first = [0, 1].map((n) => pool.run(task(n, 2000)));
+      // woken first, for both places the worker has, then hand nothing on (their tenants stopped)
+      const quitters = [pool.whenReady(), pool.whenReady()];
+      const others = [2, 3, 4].map((n) => pool.whenReady().then(() => pool.run(task(n, 100))));
+      await Promise.all(quitters);
+      const results = await Promise.all([...first, ...(await Promise.all(others))]);
+      results.forEach((r, n) => checkResult(r, n, n < 2 ? 2000 : 100));
+      for (const r of results) r.release?.();
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+
   it('in-process (no workers): always ready', async () => {
     const pool = new EncodeWorkerPool(0, init);
     try {

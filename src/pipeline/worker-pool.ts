@@ -79,6 +79,10 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   private readonly queue: Pending[] = [];
   /** Callers of whenReady() waiting until a worker can take a task at once. */
   private readonly readyWaiters: Array<() => void> = [];
+  /** Callers woken by whenReady() that have not handed their task on yet (each was promised a place). */
+  private promised = 0;
+  /** A look at the waiters again once those woken have had their turn (setImmediate). */
+  private recheck: NodeJS.Immediate | undefined;
   private readonly inline: ChunkProcessor | null;
   private nextId = 1;
   private closed = false;
@@ -166,6 +170,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
    * ChunkProcessingError.
    */
   run(task: ChunkTask): Promise<ChunkResult> {
+    if (this.promised > 0) this.promised--;
     let total = 0;
     for (const seg of task.segments) {
       if (seg.parts) for (const p of seg.parts) total += p.length;
@@ -272,17 +277,55 @@ export class EncodeWorkerPool implements ReferenceDataSink {
    * in-flight batches were nearly all waiting for the workers.)
    */
   whenReady(): Promise<void> {
-    if (this.inline || this.closed || this.canTakeNow()) return Promise.resolve();
+    if (this.inline || this.closed) return Promise.resolve();
+    // (behind those already waiting, if any: they are woken first)
+    if (this.readyWaiters.length === 0 && this.freePlaces() > 0) {
+      this.promise(1);
+      return Promise.resolve();
+    }
     return new Promise((resolve) => this.readyWaiters.push(resolve));
   }
 
-  private canTakeNow(): boolean {
-    return this.queue.length === 0 && this.slots.some((s) => s.busy.size < PER_WORKER);
+  /** Tasks the workers could take at once, less those promised to callers already woken. */
+  private freePlaces(): number {
+    if (this.queue.length > 0) return 0;
+    let free = 0;
+    for (const s of this.slots) free += Math.max(0, PER_WORKER - s.busy.size);
+    return free - this.promised;
   }
 
+  /**
+   * Wakes as many whenReady() callers as the workers have places for, not all of them: with
+   * many tenants on one pool, waking every waiter put a batch of each tenant in the queue at
+   * once, each holding a shared input and output buffer (all 16 of each were created, about
+   * 190 MB, resident once touched) while the workers worked through them two at a time.
+   */
   private wakeReadyWaiters(): void {
-    if (this.readyWaiters.length === 0 || (!this.closed && !this.canTakeNow())) return;
-    for (const resolve of this.readyWaiters.splice(0)) resolve();
+    if (this.readyWaiters.length === 0) return;
+    if (this.closed) {
+      for (const resolve of this.readyWaiters.splice(0)) resolve();
+      return;
+    }
+    const free = this.freePlaces();
+    if (free <= 0) return;
+    const woken = this.readyWaiters.splice(0, free);
+    this.promise(woken.length);
+    for (const resolve of woken) resolve();
+  }
+
+  /**
+   * `n` callers were told a worker has a place: each hands its task on in the continuation of
+   * its await (a microtask). One that hands nothing on (its tenant stopped meanwhile) would keep
+   * its place promised for ever: once every woken caller has had its turn, the promises lapse
+   * and the waiters are looked at again.
+   */
+  private promise(n: number): void {
+    this.promised += n;
+    this.recheck ??= setImmediate(() => {
+      this.recheck = undefined;
+      this.promised = 0;
+      this.wakeReadyWaiters();
+    });
   }
 
   private pump(): void {
@@ -360,6 +403,8 @@ export class EncodeWorkerPool implements ReferenceDataSink {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.recheck) clearImmediate(this.recheck);
+    this.recheck = undefined;
     this.wakeReadyWaiters();
     this.references.clear();
     for (const p of this.queue.splice(0)) p.reject(new Error('encode worker pool closed'));
