@@ -8,11 +8,17 @@ export interface InitMessage {
   init: ProcessorInit;
 }
 
-/** Shared buffers a worker has not been handed before: [id, buffer]. */
+/** A pool's region of shared buffers (shared-buffers.ts): buffer `id` starts at id x bufferBytes. */
+export interface SharedRegion {
+  region: SharedArrayBuffer;
+  bufferBytes: number;
+}
+
+/** The regions of shared buffers, handed to a worker once each (before the first task that uses one). */
 export interface BuffersMessage {
   kind: 'buffers';
-  inputs: Array<[number, SharedArrayBuffer]>;
-  outputs: Array<[number, SharedArrayBuffer]>;
+  inputs?: SharedRegion;
+  outputs?: SharedRegion;
 }
 
 /** A tenant's reference data for the tasks after this message (`data` absent: withdrawn). */

@@ -2,13 +2,26 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { ChunkProcessor, type ProcessorInit } from './chunk-processor.js';
 import { coversItsBuffer, payloadOwnsItsBuffer } from './transfer.js';
-import type { BuffersMessage, InitMessage, ReferenceMessage, ResultMessage, TaskMessage, WirePayload } from './encode-messages.js';
+import { sharedView } from './shared-buffers.js';
+import type { BuffersMessage, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, TaskMessage, WirePayload } from './encode-messages.js';
 
 // set up from workerData, or by the first message when started early (encode-worker-prewarm.ts)
 let processor: ChunkProcessor | null = workerData ? new ChunkProcessor(workerData as ProcessorInit) : null;
-/** The pool's shared buffers, by id (handed over once each). */
+/** The pool's regions of shared buffers (handed over once each), and the views made of them, by buffer id. */
+let inputRegion: SharedRegion | undefined;
+let outputRegion: SharedRegion | undefined;
 const inputs = new Map<number, Uint8Array>();
 const outputs = new Map<number, Uint8Array>();
+
+function bufferOf(views: Map<number, Uint8Array>, region: SharedRegion | undefined, id: number): Uint8Array {
+  let view = views.get(id);
+  if (!view) {
+    if (!region) throw new Error(`encode worker: shared buffer ${id} before its region`);
+    view = sharedView(region.region, region.bufferBytes, id);
+    views.set(id, view);
+  }
+  return view;
+}
 
 parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | ReferenceMessage) => {
   if (msg.kind === 'init') {
@@ -21,8 +34,8 @@ parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | Ref
     return;
   }
   if (msg.kind === 'buffers') {
-    for (const [id, sab] of msg.inputs) inputs.set(id, new Uint8Array(sab));
-    for (const [id, sab] of msg.outputs) outputs.set(id, new Uint8Array(sab));
+    if (msg.inputs) inputRegion = msg.inputs;
+    if (msg.outputs) outputRegion = msg.outputs;
     return;
   }
   try {
@@ -30,17 +43,20 @@ parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | Ref
     if (msg.input) {
       task.segments.forEach((seg, i) => {
         const r = msg.input![i]!;
-        seg.bytes = inputs.get(r.buffer)!.subarray(r.offset, r.offset + r.length);
+        seg.bytes = bufferOf(inputs, inputRegion, r.buffer).subarray(r.offset, r.offset + r.length);
       });
     }
-    const output = msg.output >= 0 ? outputs.get(msg.output) : undefined;
+    const output = msg.output >= 0 ? bufferOf(outputs, outputRegion, msg.output) : undefined;
     if (output) task.output = output;
     if (!processor) throw new Error('encode worker: task before setup');
     const result = processor.process(task);
     const transfer = new Set<ArrayBuffer>();
     const payloads: WirePayload[][] = result.payloads.map((ps) =>
       ps.map((p) => {
-        if (output && p.buffer === output.buffer) return { buffer: msg.output, offset: p.byteOffset, length: p.length };
+        // (the region holds the other buffers too: a body placed in this task's own buffer, by its offset in that buffer)
+        if (output && p.buffer === output.buffer && p.byteOffset >= output.byteOffset && p.byteOffset + p.length <= output.byteOffset + output.length) {
+          return { buffer: msg.output, offset: p.byteOffset - output.byteOffset, length: p.length };
+        }
         if (payloadOwnsItsBuffer(p)) transfer.add(p.buffer as ArrayBuffer);
         return p;
       }),

@@ -53,8 +53,9 @@ interface Slot {
   worker: Worker;
   busy: Map<number, Pending>;
   /** Shared buffers this worker has been handed (ids). */
-  knownInputs: Set<number>;
-  knownOutputs: Set<number>;
+  /** The regions of shared buffers this worker has been handed (once each). */
+  hasInputs: boolean;
+  hasOutputs: boolean;
 }
 
 
@@ -113,7 +114,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       const msg: ReferenceMessage = { kind: 'reference', tenant, data };
       worker.postMessage(msg);
     }
-    const slot: Slot = { worker, busy: new Map(), knownInputs: new Set(), knownOutputs: new Set() };
+    const slot: Slot = { worker, busy: new Map(), hasInputs: false, hasOutputs: false };
     worker.on('message', (msg: ResultMessage) => {
       const p = slot.busy.get(msg.id);
       if (!p) return;
@@ -341,18 +342,19 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       const p = this.queue.shift()!;
       const id = this.nextId++;
       best.busy.set(id, p);
-      // hand the worker the shared buffers it has not seen yet (once per worker and buffer)
-      const add: BuffersMessage = { kind: 'buffers', inputs: [], outputs: [] };
-      const inputId = p.input?.[0]?.buffer;
-      if (inputId !== undefined && !best.knownInputs.has(inputId)) {
-        best.knownInputs.add(inputId);
-        add.inputs.push([inputId, this.inputs.buffers[inputId]!.buffer as SharedArrayBuffer]);
+      // hand the worker the regions of shared buffers it has not been handed yet (once per worker and region)
+      const add: BuffersMessage = { kind: 'buffers' };
+      const inputRegion = this.inputs.region;
+      if (p.input && !best.hasInputs && inputRegion) {
+        best.hasInputs = true;
+        add.inputs = { region: inputRegion, bufferBytes: this.inputs.bufferBytes };
       }
-      if (p.output >= 0 && !best.knownOutputs.has(p.output)) {
-        best.knownOutputs.add(p.output);
-        add.outputs.push([p.output, this.outputs.buffers[p.output]!.buffer as SharedArrayBuffer]);
+      const outputRegion = this.outputs.region;
+      if (p.output >= 0 && !best.hasOutputs && outputRegion) {
+        best.hasOutputs = true;
+        add.outputs = { region: outputRegion, bufferBytes: this.outputs.bufferBytes };
       }
-      if (add.inputs.length > 0 || add.outputs.length > 0) best.worker.postMessage(add);
+      if (add.inputs || add.outputs) best.worker.postMessage(add);
       const msg: TaskMessage = {
         kind: 'task',
         id,
