@@ -3,6 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { ChunkProcessor, type ProcessorInit } from './chunk-processor.js';
 import { coversItsBuffer, payloadOwnsItsBuffer } from './transfer.js';
 import { sharedView } from './shared-buffers.js';
+import { IdleCollection, IDLE_COLLECTION_MS } from './idle-collection.js';
 import type { BuffersMessage, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, TaskMessage, WirePayload } from './encode-messages.js';
 
 // set up from workerData, or by the first message when started early (encode-worker-prewarm.ts)
@@ -12,6 +13,8 @@ let inputRegion: SharedRegion | undefined;
 let outputRegion: SharedRegion | undefined;
 const inputs = new Map<number, Uint8Array>();
 const outputs = new Map<number, Uint8Array>();
+/** What the tasks left dead is collected once they stop for a while (idle-collection.ts). */
+const idleCollection = new IdleCollection(IDLE_COLLECTION_MS);
 
 function bufferOf(views: Map<number, Uint8Array>, region: SharedRegion | undefined, id: number): Uint8Array {
   let view = views.get(id);
@@ -38,6 +41,7 @@ parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | Ref
     if (msg.outputs) outputRegion = msg.outputs;
     return;
   }
+  idleCollection.busy();
   try {
     const task = msg.task;
     if (msg.input) {

@@ -8,6 +8,7 @@ import { ENCODE_WORKER_FILE, WORKER_LIMITS, releasePrewarmedWorkers, takePrewarm
 import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit, type PublishedReference } from './chunk-processor.js';
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
 import { MinorCollection } from './minor-collection.js';
+import { IdleCollection, IDLE_COLLECTION_MS } from './idle-collection.js';
 import { copiedOut } from '../core/buffer-release.js';
 
 /**
@@ -90,6 +91,8 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   private readonly inputs = new SharedBufferPool(INPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
   /** The input copied into the shared buffers is garbage in this thread: collected every so often (minor-collection.ts). */
   private readonly minorCollection = new MinorCollection(MINOR_COLLECTION_BYTES);
+  /** What the batches left dead is collected once they stop for a while (idle-collection.ts). */
+  readonly idleCollection = new IdleCollection(IDLE_COLLECTION_MS);
   private readonly outputs = new SharedBufferPool(OUTPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
 
   constructor(
@@ -172,6 +175,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
    */
   run(task: ChunkTask): Promise<ChunkResult> {
     if (this.promised > 0) this.promised--;
+    this.idleCollection.busy();
     let total = 0;
     for (const seg of task.segments) {
       if (seg.parts) for (const p of seg.parts) total += p.length;
@@ -183,6 +187,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
     const release = (): void => {
       if (released) return;
       released = true;
+      this.idleCollection.busy();
       if (output >= 0) this.outputs.release(output);
       if (input >= 0) this.inputs.release(input);
     };
@@ -405,6 +410,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.idleCollection.stop();
     if (this.recheck) clearImmediate(this.recheck);
     this.recheck = undefined;
     this.wakeReadyWaiters();
