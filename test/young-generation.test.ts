@@ -1,7 +1,8 @@
 /**
  * The young generation capped (src/core/young-generation.ts): the daemon's main-thread young
- * generation, as its own /metrics reports it, stays within 2 x 4 MB through a backfill (it grew
- * to 2 x 16 MB before); and an operator's own young-generation flags are left alone.
+ * generation, as its own /metrics reports it, stays within 2 x 2 MB through a one-tenant backfill
+ * (it grew to 2 x 16 MB before the cap, and to 2 x 4 MB during start-up with the cap at that);
+ * and an operator's own young-generation flags are left alone.
  */
 import { describe, it, expect, afterEach } from 'vitest';
 import { spawnSync } from 'node:child_process';
@@ -32,7 +33,7 @@ function newSpaceBytes(metrics: string): number {
 }
 
 describe('young generation', () => {
-  it('the daemon main thread keeps its young generation under the cap through a backfill', async () => {
+  it('the daemon main thread keeps its young generation under the one-tenant cap through a backfill', async () => {
     receiver = await startOtlpReceiver();
     const work = tempDir();
     const tree = writeFixtureTree(join(work, 'logs'), 24, 4000);
@@ -40,10 +41,38 @@ describe('young generation', () => {
     daemon = await startDaemon(['--config', config]);
     await waitFor('every record exported', () => receiver!.records().length >= tree.records.length || undefined, 120_000, 200);
     const metrics = (await daemon.get('/metrics')).body;
-    // capped at 2 x 4 MB; uncapped it grew to 2 x 16 MB
-    expect(newSpaceBytes(metrics)).toBeLessThanOrEqual(8 << 20);
+    // one tenant: capped at 2 x 2 MB; uncapped it grew to 2 x 16 MB
+    expect(newSpaceBytes(metrics)).toBeLessThanOrEqual(4 << 20);
     expect(receiver.records().length).toBe(tree.records.length);
   }, 180_000);
+
+  it('2 x 2 MB for one tenant, 2 x 4 MB for more; no growth before the tenants are known', () => {
+    // objects that live through a collection or two (a rolling window), as many tenants' batches do
+    const probe = (tenants: number | null) => `
+      const v8 = await import('node:v8');
+      const m = await import('./dist/core/young-generation.js');
+      m.capYoungGeneration();
+      ${tenants === null ? '' : `m.youngGenerationFor(${tenants});`}
+      const size = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+      let most = size();
+      const window = [];
+      for (let i = 0; i < 3_000_000; i++) {
+        window.push({ i, s: 'v' + i });
+        if (window.length > 60_000) window.splice(0, 30_000);
+        if (i % 10_000 === 0) { await new Promise((r) => setImmediate(r)); most = Math.max(most, size()); }
+      }
+      console.log(most);`;
+    const most = (tenants: number | null): number => {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', probe(tenants)], { cwd: REPO_ROOT, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+      expect(r.status, r.stderr).toBe(0);
+      return Number(r.stdout.trim());
+    };
+    const many = most(3);
+    expect(many).toBeGreaterThan(4 << 20);
+    expect(many).toBeLessThanOrEqual(8 << 20);
+    expect(most(1)).toBeLessThanOrEqual(4 << 20);
+    expect(most(null)).toBeLessThanOrEqual(2 << 20);
+  }, 120_000);
 
   it('leaves it alone when the node command line sizes the young generation', () => {
     const probe = `import('./dist/core/young-generation.js').then((m) => console.log(JSON.stringify(m.capYoungGeneration())))`;

@@ -27,6 +27,7 @@ import type { BackoffPolicy } from '../core/backoff.js';
 import type { Logger } from './logger.js';
 import type { DaemonMetrics } from './metrics.js';
 import { connectorScope } from './version.js';
+import { youngGenerationFor } from '../core/young-generation.js';
 import { registerSecrets, secretsOfEnvironment } from '../core/redaction.js';
 import { DaemonPool } from './daemon-pool.js';
 import { DestinationHealthRegistry } from './destination-health-registry.js';
@@ -130,6 +131,7 @@ export class Daemon {
       }
     }
     this.plan = plan;
+    youngGenerationFor(plan.tenants.size);
     this.options.metrics.dataLabels.setKnownEventTypes(plan.catalog.eventTypes.keys());
     this.pool = this.makePool(plan);
     this.markLoaded(false);
@@ -219,6 +221,7 @@ export class Daemon {
     const oldPool = this.pool!;
     const pool = poolChanged ? this.makePool(plan) : oldPool;
     this.plan = plan;
+    youngGenerationFor(plan.tenants.size);
     this.options.metrics.dataLabels.setKnownEventTypes(plan.catalog.eventTypes.keys());
     this.pool = pool;
     for (const id of outcome.unchanged) {
