@@ -20,6 +20,8 @@
  * the young generation is under the cap (once sized) and 1 otherwise. (Setting it again after
  * every collection also undoes Node 20's setting it back to 2 when a worker's heap is created.)
  * The workers' young generations are capped by their own `resourceLimits` and stay within them.
+ * (Node 24's V8 also grows a young generation a page or so at a time, which the factor does not
+ * govern: there the cap holds for the daemon's own load but can be passed by a heavier one.)
  *
  * An operator who sizes the young generation on the node command line (or in NODE_OPTIONS)
  * keeps their setting: nothing is changed then.
