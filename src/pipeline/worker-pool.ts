@@ -53,7 +53,6 @@ interface Pending {
 interface Slot {
   worker: Worker;
   busy: Map<number, Pending>;
-  /** Shared buffers this worker has been handed (ids). */
   /** The regions of shared buffers this worker has been handed (once each). */
   hasInputs: boolean;
   hasOutputs: boolean;
@@ -275,10 +274,10 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   }
 
   /**
-   * Resolves once a task would go to a worker at once (a worker holds fewer than `PER_WORKER`
-   * and none waits in the pool's own queue): the batch dispatcher waits for it before handing on
-   * a batch, so the reader runs ahead of the workers by what they hold, not by every in-flight
-   * slot. (A worker holding two tasks always has the next one at hand; batches waiting beyond
+   * Resolves once a task would go to a worker at once (a worker holds fewer than `PER_WORKER`,
+   * none waits in the pool's own queue, and the place is not promised to a caller woken before):
+   * the batch dispatcher waits for it before handing a batch on (and hands it on at once after),
+   * so the reader runs ahead of the workers by what they hold, not by every in-flight slot. (A worker holding two tasks always has the next one at hand; batches waiting beyond
    * that held a shared input and output buffer each for nothing: with a near destination the
    * in-flight batches were nearly all waiting for the workers.)
    */
