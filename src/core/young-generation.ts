@@ -17,7 +17,7 @@
  * How, at run time: V8 reads the growth factor flag (`--semi-space-growth-factor`, process-wide)
  * each time a heap would grow, and `v8.setFlagsFromString` may set it while running. It is 1
  * (no growth) from the start, then after every minor collection of this thread it is 2 while
- * the young generation is under the cap (once sized) and 1 otherwise. (Setting it again after
+ * the young generation is under the cap (0 until sized) and 1 otherwise. (Setting it again after
  * every collection also undoes Node 20's setting it back to 2 when a worker's heap is created.)
  * The workers' young generations are capped by their own `resourceLimits` and stay within them.
  * (Node 24's V8 also grows a young generation a page or so at a time, which the factor does not
@@ -34,9 +34,8 @@ const ONE_TENANT_CAP_BYTES = 4 << 20;
 /** The same, with more than one tenant. */
 const TENANTS_CAP_BYTES = 8 << 20;
 
-let capBytes = ONE_TENANT_CAP_BYTES;
-/** Growth is held off until the daemon knows its tenants (youngGenerationFor): start-up keeps 2 x 1 MB. */
-let sized = false;
+/** 0 until the daemon knows its tenants (youngGenerationFor): no growth at start-up, 2 x 1 MB. */
+let capBytes = 0;
 
 let observer: PerformanceObserver | null = null;
 let growing = false;
@@ -67,7 +66,6 @@ export function capYoungGeneration(): boolean {
 /** The cap for a configuration of `tenants` tenants (from the next minor collection on). */
 export function youngGenerationFor(tenants: number): void {
   capBytes = tenants > 1 ? TENANTS_CAP_BYTES : ONE_TENANT_CAP_BYTES;
-  sized = true;
 }
 
 /** The young generation's size now (both semi-spaces), in bytes. */
@@ -76,7 +74,7 @@ function youngGenerationBytes(): number {
 }
 
 function adjust(): void {
-  const under = sized && youngGenerationBytes() < capBytes;
+  const under = youngGenerationBytes() < capBytes;
   // (at the cap: set again every time, in case a new worker's heap set it back)
   if (under !== growing || !under) setGrowth(under);
 }

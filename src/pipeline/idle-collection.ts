@@ -9,7 +9,7 @@
  * batch gives those pages back; it takes some tens of milliseconds, once per quiet spell, and
  * none while batches keep coming.
  */
-import { forgetGcFunction, gcFunction } from '../core/gc-function.js';
+import { collectGarbage } from '../core/gc-function.js';
 
 /** How long the encode pool and its workers are quiet before they collect. */
 export const IDLE_COLLECTION_MS = 5_000;
@@ -40,15 +40,8 @@ export class IdleCollection {
 
   private collect(): void {
     this.timer = undefined;
-    const f = gcFunction();
-    if (f === null) return;
-    try {
-      // (no options: a full collection that gives the freed pages back at once; `{ type: 'major' }`
-      // left a heap of 176 MB as it was, here, until the pages were given back later)
-      f();
-      this.count++;
-    } catch {
-      forgetGcFunction();
-    }
+    // (no options: a full collection that gives the freed pages back at once; `{ type: 'major' }`
+    // left a heap of 176 MB as it was, here, until the pages were given back later)
+    if (collectGarbage()) this.count++;
   }
 }

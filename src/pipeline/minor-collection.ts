@@ -10,7 +10,7 @@
  * millisecond. It needs V8's `gc` function (core/gc-function.ts); where there is none, nothing
  * is done.
  */
-import { gcFunction, forgetGcFunction } from '../core/gc-function.js';
+import { collectGarbage } from '../core/gc-function.js';
 
 /** Counts bytes copied and runs a minor collection after every `everyBytes` of them (0: never). */
 export class MinorCollection {
@@ -25,13 +25,6 @@ export class MinorCollection {
     this.since += bytes;
     if (this.since < this.everyBytes) return;
     this.since = 0;
-    const f = gcFunction();
-    if (f === null) return;
-    try {
-      f({ type: 'minor' });
-      this.count++;
-    } catch {
-      forgetGcFunction();
-    }
+    if (collectGarbage({ type: 'minor' })) this.count++;
   }
 }
