@@ -44,6 +44,15 @@ describe('the bundle', () => {
     expect(worker.length).toBeGreaterThan(3);
   });
 
+  it('gives the encode worker neither the YAML parser nor the schema library (the main thread validates, the worker compiles)', () => {
+    const pkgs = packagesIn(staticClosure('encode-worker.js'));
+    expect([...pkgs]).not.toContain('zod');
+    expect([...pkgs]).not.toContain('yaml');
+    // while the CLI has both (the walk does find packages)
+    const cli = packagesIn(readdirSync(BUNDLE).filter((f) => f.endsWith('.js')));
+    expect([...cli]).toEqual(expect.arrayContaining(['zod', 'yaml']));
+  });
+
   it('holds no copy of @opentelemetry/semantic-conventions (ES module builds are preferred, so it is tree-shaken)', () => {
     const all = readdirSync(BUNDLE).filter((f) => f.endsWith('.js'));
     expect([...packagesIn(all)]).not.toContain('@opentelemetry/semantic-conventions');

@@ -24,7 +24,8 @@ import { readFileSync } from 'node:fs';
 import { DESTINATION_TYPES, createDestination, destinationConfigSchema, loadDestinationTypes } from '../src/export/destination-registry.js';
 import type { DestinationDescriptor } from '../src/export/destination-type.js';
 import type { Destination, SendOutcome } from '../src/export/destination.js';
-import { createEncoder } from '../src/export/encodings.js';
+import { createEncoder, encodingType } from '../src/export/encodings.js';
+import { ENCODING_TYPES } from '../src/export/encoding-types.js';
 import { createLogger } from '../src/daemon/logger.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
 import { tempDir } from './support/activity-fixtures.js';
@@ -152,6 +153,14 @@ describe.each(descriptors.map((d) => [d.type, d] as const))('destination type %s
   }
 
   const signal = new AbortController().signal;
+
+  it('lists its encodings among the encode workers\' (encoding-types.ts), the very same objects', () => {
+    expect(descriptor.encoding.types.length).toBeGreaterThan(0);
+    for (const t of descriptor.encoding.types) {
+      expect(ENCODING_TYPES, `encoding ${t.kind} of ${type} is not in ENCODING_TYPES`).toContain(t);
+      expect(encodingType({ kind: t.kind })).toBe(t);
+    }
+  });
 
   it('encodes a record with the encoder its spec names, delivers it, and shuts down twice', async () => {
     const d = build();

@@ -19,7 +19,7 @@ import { buildReferenceTable } from '../src/mapping/reference-table-builder.js';
 import type { ReferenceData } from '../src/mapping/reference-data.js';
 import { ChunkProcessor, type ChunkTask } from '../src/pipeline/chunk-processor.js';
 import { EncodeWorkerPool } from '../src/pipeline/worker-pool.js';
-import { loadOverrides } from '../src/mapping/tenant-overrides.js';
+import { loadOverrides } from '../src/mapping/tenant-overrides-file.js';
 import type { EncodingSpec } from '../src/export/encodings.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
 import { decodeOtlpLogsBody, type ReceivedLogRecord } from './support/otlp-receiver.js';
@@ -146,7 +146,7 @@ describe('the join, through the three protobuf mapping paths', () => {
     const dir = tempDir();
     const file = join(dir, 'overrides.yaml');
     writeFileSync(file, 'attributes:\n  drop: [tableau.target.user.name]\n');
-    const p = new ChunkProcessor({ catalog, scope, tenants: [{ id: 't1', overridesFile: file }] });
+    const p = new ChunkProcessor({ catalog, scope, tenants: [{ id: 't1', overrides: loadOverrides(file).file }] });
     p.setReference('t1', { status: 'loaded', buffer: buildReferenceTable(DATA) });
     const task = taskOf([{ actorUserLuid: ADA, userLuid: GRACE }], [HEC]);
     task.segments[0]!.keyInfo = parseObjectKey(keyOf('hist_delete_user', 'site'));
@@ -227,7 +227,7 @@ describe('the join in the encode stage', () => {
     const dir = tempDir();
     const file = join(dir, 'overrides.yaml');
     writeFileSync(file, 'attributes:\n  hash: [user.email]\n  drop: [user.full_name]\nhashKey: a-key-of-at-least-16-chars\n');
-    const p = new ChunkProcessor({ catalog, scope, tenants: [{ id: 't1', overridesFile: file }, { id: 'plain' }] });
+    const p = new ChunkProcessor({ catalog, scope, tenants: [{ id: 't1', overrides: loadOverrides(file).file }, { id: 'plain' }] });
     p.setReference('t1', { status: 'loaded', buffer: buildReferenceTable(DATA) });
     p.setReference('plain', { status: 'loaded', buffer: buildReferenceTable(DATA) });
 
@@ -291,7 +291,7 @@ describe('the join in the encode stage', () => {
     const dir = tempDir();
     const file = join(dir, 'overrides.yaml');
     writeFileSync(file, 'attributes:\n  redact: ["user.name", "user.full_name"]\n');
-    const p = new ChunkProcessor({ catalog, scope, tenants: [{ id: 't1', overridesFile: file }] });
+    const p = new ChunkProcessor({ catalog, scope, tenants: [{ id: 't1', overrides: loadOverrides(file).file }] });
     p.setReference('t1', { status: 'loaded', buffer: buildReferenceTable(DATA) });
     const [hec] = hecEvents(p.process(taskOf([GROUP_LINE], [HEC])).payloads[0]![0]!);
     expect(hec!.event.body).toBe(`user ${ADA} add user ${GRACE} in group g-1`);

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { describe, it, expect } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { loadCatalog } from '../src/mapping/catalog.js';
-import { loadOverrides } from '../src/mapping/tenant-overrides.js';
+import { loadOverrides } from '../src/mapping/tenant-overrides-file.js';
 import { RecordMapper } from '../src/mapping/record-mapper.js';
 import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';

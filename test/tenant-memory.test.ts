@@ -13,6 +13,7 @@ import vm from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { ChunkProcessor, type ChunkTask } from '../src/pipeline/chunk-processor.js';
+import { loadOverrides } from '../src/mapping/tenant-overrides-file.js';
 import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
 
 const catalog = loadCatalog();
@@ -41,7 +42,7 @@ describe('tenants in one encode worker', () => {
   it('tenants without overrides map alike but as themselves; a tenant with overrides keeps its own plans', () => {
     const overridesFile = join(dir, 'renames.yaml');
     writeFileSync(overridesFile, 'attributes:\n  rename: { user.id: enduser.id }\n');
-    const p = new ChunkProcessor({ catalog, scope: { name: 'test', version: '1' }, tenants: [{ id: 'a' }, { id: 'b' }, { id: 'c', overridesFile }] });
+    const p = new ChunkProcessor({ catalog, scope: { name: 'test', version: '1' }, tenants: [{ id: 'a' }, { id: 'b' }, { id: 'c', overrides: loadOverrides(overridesFile).file }] });
     const type = 'vizql_http_request';
     const decoded = (tenant: string) => {
       const r = p.process(taskOf(tenant, type, 1));

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { createHmac } from 'node:crypto';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { RecordMapper } from '../src/mapping/record-mapper.js';
-import { loadOverrides, checkOverridesAgainstCatalog } from '../src/mapping/tenant-overrides.js';
+import { loadOverrides, checkOverridesAgainstCatalog } from '../src/mapping/tenant-overrides-file.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { runCli, REPO_ROOT } from './support/cli-process.js';

@@ -320,7 +320,7 @@ export class Daemon {
       {
         catalog: plan.catalog,
         scope: this.scope,
-        tenants: [...plan.tenants.values()].map((t) => processorTenant(t.config, plan.loaded.baseDir)),
+        tenants: [...plan.tenants.values()].map((t) => processorTenant(t.config, t.overrides)),
         maxAttributesPerRecord: plan.loaded.config.pipeline.maxAttributesPerRecord,
       },
       plan.poolKey,

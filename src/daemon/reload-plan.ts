@@ -13,6 +13,7 @@ import { loadCatalog, type Catalog } from '../mapping/catalog.js';
 import type { LoadedConfig, TenantConfig } from './config.js';
 import { loadTenantOverrides, overridesPath } from './tenant-runtime.js';
 import { registerSecrets, secretsOfDocument } from '../core/redaction.js';
+import type { TenantOverrides } from '../mapping/tenant-overrides.js';
 
 export const ONCE_DEFAULT_RETRY_MS = 5 * 60_000;
 
@@ -47,6 +48,8 @@ export interface Plan {
 export interface TenantPlan {
   config: TenantConfig;
   overridesFile: string | undefined;
+  /** The overrides as read from that file when the plan was made (what the encode workers get). */
+  overrides: TenantOverrides | undefined;
   /** Equal fingerprints: the tenant runs exactly the same way. */
   fingerprint: string;
 }
@@ -87,7 +90,7 @@ export function preparePlan(loaded: LoadedConfig, options: PlanOptions): Plan {
     const overridesFile = overridesPath(t, baseDir);
     const overridesHash = overridesFile ? hashFile(overridesFile) : null;
     const fingerprint = sha256(JSON.stringify({ t, overridesHash, settings, stateDir, baseDir, catalogHash }));
-    tenants.set(t.id, { config: t, overridesFile, fingerprint });
+    tenants.set(t.id, { config: t, overridesFile, overrides, fingerprint });
     poolTenants.push(`${t.id}=${overridesFile ?? ''}#${overridesHash ?? ''}#${JSON.stringify(t.resource ?? null)}`);
   }
   const poolKey = sha256(JSON.stringify({ catalogHash, workers, poolTenants, maxAttributesPerRecord: config.pipeline.maxAttributesPerRecord }));

@@ -351,7 +351,7 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
     throw new ReplayUsageError(`--destination: tenant ${tenant.id} has no destination '${options.destination}' (its destinations: ${names.join(', ')})`);
   }
   // the same processor `run` uses (in this thread: a replay is small), with the tenant's overrides
-  const pool = new EncodeWorkerPool(0, { catalog: job.catalog, scope: job.scope, tenants: [processorTenant(tenant, job.loaded.baseDir)] });
+  const pool = new EncodeWorkerPool(0, { catalog: job.catalog, scope: job.scope, tenants: [processorTenant(tenant, loadTenantOverrides(tenant, job.loaded.baseDir, job.catalog))] });
   const dir = join(job.stateDir, tenant.id, 'dead-letter');
   const replayed = new ReplayRecordStore(dir);
   replayed.load();

@@ -10,7 +10,8 @@
 import { join, resolve } from 'node:path';
 import type { TenantConfig } from './config.js';
 import type { Catalog } from '../mapping/catalog.js';
-import { checkOverridesAgainstCatalog, loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
+import type { TenantOverrides } from '../mapping/tenant-overrides.js';
+import { checkOverridesAgainstCatalog, loadOverrides } from '../mapping/tenant-overrides-file.js';
 import { createSource, sourceId } from '../sources/source-registry.js';
 import type { Source } from '../sources/source.js';
 import { createDestination, type DestinationConfig } from '../export/destination-registry.js';
@@ -230,8 +231,10 @@ export function overridesPath(config: TenantConfig, baseDir: string): string | u
   return config.mappings ? resolve(baseDir, config.mappings) : undefined;
 }
 
-/** What the encode workers need of a tenant: its id, overrides file and resource settings. */
-export function processorTenant(config: TenantConfig, baseDir: string): ProcessorTenant {
-  const overridesFile = overridesPath(config, baseDir);
-  return { id: config.id, ...(overridesFile ? { overridesFile } : {}), ...(config.resource ? { resource: config.resource } : {}) };
+/**
+ * What the encode workers need of a tenant: its id, its overrides (as loadTenantOverrides read
+ * and checked them: the workers compile the content, they do not read the file) and resource settings.
+ */
+export function processorTenant(config: TenantConfig, overrides: TenantOverrides | undefined): ProcessorTenant {
+  return { id: config.id, ...(overrides ? { overrides: overrides.file } : {}), ...(config.resource ? { resource: config.resource } : {}) };
 }

@@ -5,8 +5,8 @@
  * workers (encodings.ts) are all built from that list, so a new type touches no other type and
  * no switch.
  *
- * A descriptor module is light: its config schema and its encoding (the encode workers import
- * every descriptor to find the encoder of a spec). The destination's own code, and whatever
+ * A descriptor module is light: its config schema and its encodings (which the encode workers
+ * find in encoding-types.ts, without the descriptors). The destination's own code, and whatever
  * heavy library it needs, sits behind `load()` (a dynamic import): it loads only when a
  * configuration uses the type (loadDestinationTypes()).
  */

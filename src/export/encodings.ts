@@ -4,13 +4,13 @@
  * plain, serialisable spec, and destinations that share a spec share the encoded bytes.
  * An encoder may split one batch into several request bodies (size limits of the destination).
  *
- * The encoder of a spec is found by its `kind` among the encoding types the destination
- * descriptors declare (destination-types.ts): the descriptors are light modules, so a worker
- * loads encoders, never a destination's own code.
+ * The encoder of a spec is found by its `kind` in the list of encoding types
+ * (encoding-types.ts): a worker loads the encoders, never a destination's own code or its
+ * config schema.
  */
 import type { InstrumentationScopeInfo, MappedLogRecord } from '../mapping/log-record.js';
 import type { EncodingType } from './destination-type.js';
-import { DESTINATION_TYPES } from './destination-types.js';
+import { ENCODING_TYPES } from './encoding-types.js';
 
 /** A destination's encoding: its `kind` names the encoding type, the other fields are its options (plain data). */
 export interface EncodingSpec {
@@ -41,12 +41,9 @@ let byKind: Map<string, EncodingType> | undefined;
 function encodingTypes(): Map<string, EncodingType> {
   if (byKind) return byKind;
   const m = new Map<string, EncodingType>();
-  for (const d of DESTINATION_TYPES) {
-    for (const t of d.encoding.types) {
-      const other = m.get(t.kind);
-      if (other && other !== t) throw new Error(`internal error: two encoding types named ${t.kind} (destination ${d.type})`);
-      m.set(t.kind, t);
-    }
+  for (const t of ENCODING_TYPES) {
+    if (m.has(t.kind)) throw new Error(`internal error: two encoding types named ${t.kind}`);
+    m.set(t.kind, t);
   }
   return (byKind = m);
 }

@@ -10,6 +10,9 @@
  * Every object is `.strict()`: an unknown key is an error that names the file and the path.
  */
 import { z } from 'zod';
+import { OCSF_VERSION } from './ocsf.js';
+
+export { OCSF_VERSION };
 
 export const attributeTypeSchema = z.enum(['string', 'integer', 'long', 'boolean', 'float']);
 export type AttributeType = z.infer<typeof attributeTypeSchema>;
@@ -50,11 +53,6 @@ export const categorySchema = z.enum([
 ]);
 export type Category = z.infer<typeof categorySchema>;
 
-/**
- * The OCSF version the class and activity ids follow: 1.3.0, the newest Amazon Security Lake takes
- * for custom sources (see docs/mapping.md, "OCSF"). Emitted as `tableau.ocsf.version`.
- */
-export const OCSF_VERSION = '1.3.0';
 
 /** OCSF classes that fit this data (class_uid). */
 export const OCSF_CLASSES = {

@@ -7,6 +7,12 @@
 import type { RecordFields } from '../decoding/flat-json-line.js';
 import type { OcsfSpec } from './mapping-file-schema.js';
 
+/**
+ * The OCSF version the class and activity ids follow: 1.3.0, the newest Amazon Security Lake takes
+ * for custom sources (see docs/mapping.md, "OCSF"). Emitted as `tableau.ocsf.version`.
+ */
+export const OCSF_VERSION = '1.3.0';
+
 /** OCSF status_id: 0 Unknown, 1 Success, 2 Failure. */
 export const OCSF_STATUS_UNKNOWN = 0;
 export const OCSF_STATUS_SUCCESS = 1;

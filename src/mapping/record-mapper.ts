@@ -43,8 +43,7 @@ import { DirectSink } from './direct-sink.js';
 import { ObjectFields, objectFields } from './object-fields.js';
 import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
-import { OCSF_VERSION } from './mapping-file-schema.js';
-import { activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
+import { OCSF_VERSION, activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
 import { ATTR_EVENT_SUB_TYPE, ATTR_IMPERSONATED, ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
 import { ATTR_EVENT_ACTION, ATTR_EVENT_CATEGORY, ATTR_EVENT_TYPE, ATTR_OCSF_ACTIVITY_ID, ATTR_OCSF_CLASS_UID, ATTR_TARGET_GROUP_ID, ATTR_TARGET_ID, ATTR_TARGET_NAME, ATTR_TARGET_TYPE, ATTR_TARGET_USER_ID, RAW_ATTRIBUTE_PREFIX, RESOURCE_TABLEAU_TENANT_ID, RESOURCE_TENANT_LABEL, UNKNOWN_EVENT_TYPE, WRAPPER_ATTRIBUTE_INFIX, snakeCase } from './attribute-names.js';
 

@@ -4,13 +4,13 @@
  * encoding the tenant's destinations need. Pure with respect to the pipeline's state: it returns
  * what happened (records, dead letters, drops, drift) and the main thread records it.
  */
-import { loadCatalog, type Catalog } from '../mapping/catalog.js';
+import type { Catalog } from '../mapping/catalog.js';
 import { RecordMapper, type MapResult, type ObjectMappingContext, type SchemaDriftCounters, type TenantResourceSettings } from '../mapping/record-mapper.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, tooManyFields } from '../mapping/record-limits.js';
 import type { DirectMapped } from '../mapping/direct-record-writer.js';
 import type { SharedPlans } from '../mapping/record-mapper.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
-import { loadOverrides, type TenantOverrides } from '../mapping/tenant-overrides.js';
+import { TenantOverrides, type OverridesFile } from '../mapping/tenant-overrides.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import { DirectLogsRequestWriter } from '../export/otlp-protobuf/direct-writer.js';
 import { FlatJsonLine } from '../decoding/flat-json-line.js';
@@ -29,17 +29,18 @@ export type PublishedReference = { status: 'pending' } | { status: 'loaded'; buf
 
 export interface ProcessorTenant {
   id: string;
-  /** Absolute path of the tenant's overrides file, if any. */
-  overridesFile?: string;
+  /**
+   * The tenant's overrides file's content, validated (tenant-overrides-file.ts, in the main
+   * thread), if it has one: a worker compiles it and never reads YAML or loads the schemas.
+   */
+  overrides?: OverridesFile;
   /** The tenant's `resource:` settings (service.name, Tableau's tenant id, further attributes). */
   resource?: TenantResourceSettings;
 }
 
 export interface ProcessorInit {
   /** The catalog, loaded once by the main thread (structured-cloned to each worker). */
-  catalog?: Catalog;
-  /** Mapping files directory, when no catalog is given (absent: the bundled mappings/). */
-  mappingsDir?: string;
+  catalog: Catalog;
   scope: InstrumentationScopeInfo;
   tenants: ProcessorTenant[];
   /** `pipeline.maxAttributesPerRecord` (default DEFAULT_MAX_ATTRIBUTES_PER_RECORD). */
@@ -131,12 +132,12 @@ export class ChunkProcessor {
 
   constructor(private readonly init: ProcessorInit) {
     this.maxFields = init.maxAttributesPerRecord ?? DEFAULT_MAX_ATTRIBUTES_PER_RECORD;
-    this.catalog = init.catalog ?? loadCatalog(init.mappingsDir);
+    this.catalog = init.catalog;
     this.directWriter = new DirectLogsRequestWriter(init.scope);
     // tenants without overrides map alike: their per-type plans are made once, not per tenant
     const sharedPlans: SharedPlans = { plain: new Map(), enriched: new Map() };
     for (const t of init.tenants) {
-      const overrides: TenantOverrides | undefined = t.overridesFile ? loadOverrides(t.overridesFile) : undefined;
+      const overrides = t.overrides ? new TenantOverrides(t.overrides) : undefined;
       this.mappers.set(t.id, new RecordMapper(this.catalog, { tenantId: t.id, maxAttributesPerRecord: this.maxFields, ...(overrides ? { overrides } : { sharedPlans }), ...(t.resource ? { resource: t.resource } : {}) }));
     }
   }

@@ -1,10 +1,8 @@
 /** `type: datadog`: Datadog Logs API v2. Options: config.ts; the destination: destination.ts; the encoder: encoder.ts. */
-import { defineDestination, defineEncoding } from '../destination-type.js';
+import { defineDestination } from '../destination-type.js';
 import { datadogDestinationConfigSchema } from './config.js';
-import { createDatadogEncoder, type DatadogEncoding } from './encoder.js';
+import { datadogEncoding } from './encoder.js';
 import { datadogEncodingSpec } from './encoding-spec.js';
-
-export const datadogEncoding = defineEncoding<DatadogEncoding>({ kind: 'datadog', direct: false, encoderFactory: (spec) => createDatadogEncoder(spec) });
 
 export const datadogDescriptor = defineDestination({
   type: 'datadog',

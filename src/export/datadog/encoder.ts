@@ -30,6 +30,7 @@ import type { AttrValue, MappedLogRecord } from '../../mapping/log-record.js';
 import type { EncodeResult } from '../encodings.js';
 import { jsonText } from '../../core/json-text.js';
 import { recordOutcome, scalarAttribute } from '../record-outcome.js';
+import { defineEncoding } from '../destination-type.js';
 
 export interface DatadogEncoding {
   kind: 'datadog';
@@ -310,3 +311,6 @@ export function createDatadogEncoder(spec: DatadogEncoding): { encode(records: r
     },
   };
 }
+
+/** The `datadog` encoding type (the encode workers find it by its kind: ../encoding-types.ts). */
+export const datadogEncoding = defineEncoding<DatadogEncoding>({ kind: 'datadog', direct: false, encoderFactory: (spec) => createDatadogEncoder(spec) });

@@ -1,10 +1,8 @@
 /** `type: google-secops`: Google Security Operations (Chronicle API `logs:import`). Options: config.ts; the destination: destination.ts; the encoder: encoder.ts; auth: google-auth.ts. */
-import { defineDestination, defineEncoding } from '../destination-type.js';
+import { defineDestination } from '../destination-type.js';
 import { googleSecOpsDestinationConfigSchema } from './config.js';
-import { createGoogleSecOpsEncoder, type GoogleSecOpsEncoding } from './encoder.js';
+import { googleSecOpsEncoding } from './encoder.js';
 import { googleSecOpsEncodingSpec } from './encoding-spec.js';
-
-export const googleSecOpsEncoding = defineEncoding<GoogleSecOpsEncoding>({ kind: 'google-secops', direct: false, encoderFactory: (spec) => createGoogleSecOpsEncoder(spec) });
 
 export const googleSecOpsDescriptor = defineDestination({
   type: 'google-secops',

@@ -17,6 +17,7 @@ import type { MappedLogRecord } from '../../mapping/log-record.js';
 import type { EncodeResult } from '../encodings.js';
 import { jsonText } from '../../core/json-text.js';
 import { recordOutcome } from '../record-outcome.js';
+import { defineEncoding } from '../destination-type.js';
 
 export interface GoogleSecOpsEncoding {
   kind: 'google-secops';
@@ -116,3 +117,6 @@ export function createGoogleSecOpsEncoder(spec: GoogleSecOpsEncoding): { encode(
     },
   };
 }
+
+/** The `google-secops` encoding type (the encode workers find it by its kind: ../encoding-types.ts). */
+export const googleSecOpsEncoding = defineEncoding<GoogleSecOpsEncoding>({ kind: 'google-secops', direct: false, encoderFactory: (spec) => createGoogleSecOpsEncoder(spec) });

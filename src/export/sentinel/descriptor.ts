@@ -3,12 +3,10 @@
  * custom table through a data collection rule). Options: config.ts; the encoder: encoder.ts;
  * the destination (and @azure/identity, loaded only when a config uses the type): destination.ts.
  */
-import { defineDestination, defineEncoding } from '../destination-type.js';
+import { defineDestination } from '../destination-type.js';
 import { sentinelDestinationConfigSchema } from './config.js';
-import { createSentinelEncoder, type SentinelEncoding } from './encoder.js';
+import { sentinelEncoding } from './encoder.js';
 import { sentinelEncodingSpec } from './encoding-spec.js';
-
-export const sentinelEncoding = defineEncoding<SentinelEncoding>({ kind: 'sentinel', direct: false, encoderFactory: (spec) => createSentinelEncoder(spec) });
 
 export const sentinelDescriptor = defineDestination({
   type: 'sentinel',

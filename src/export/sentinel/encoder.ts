@@ -31,6 +31,7 @@ import type { MappedLogRecord } from '../../mapping/log-record.js';
 import type { EncodeResult } from '../encodings.js';
 import { jsonText } from '../../core/json-text.js';
 import { recordOutcome, scalarAttribute } from '../record-outcome.js';
+import { defineEncoding } from '../destination-type.js';
 
 export interface SentinelEncoding {
   kind: 'sentinel';
@@ -122,3 +123,6 @@ export function createSentinelEncoder(spec: SentinelEncoding): { encode(records:
     },
   };
 }
+
+/** The `sentinel` encoding type (the encode workers find it by its kind: ../encoding-types.ts). */
+export const sentinelEncoding = defineEncoding<SentinelEncoding>({ kind: 'sentinel', direct: false, encoderFactory: (spec) => createSentinelEncoder(spec) });

@@ -1,10 +1,8 @@
 /** `type: splunk-hec`: Splunk HTTP Event Collector. Options: config.ts; the destination: destination.ts; the encoder: encoder.ts. */
-import { defineDestination, defineEncoding } from '../destination-type.js';
+import { defineDestination } from '../destination-type.js';
 import { splunkHecDestinationConfigSchema } from './config.js';
-import { createSplunkHecEncoder, type SplunkHecEncoding } from './encoder.js';
+import { splunkHecEncoding } from './encoder.js';
 import { hecEncodingSpec } from './encoding-spec.js';
-
-export const splunkHecEncoding = defineEncoding<SplunkHecEncoding>({ kind: 'splunk-hec', direct: false, encoderFactory: (spec) => createSplunkHecEncoder(spec) });
 
 export const splunkHecDescriptor = defineDestination({
   type: 'splunk-hec',

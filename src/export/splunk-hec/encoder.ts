@@ -22,6 +22,7 @@ import type { EncodeResult } from '../encodings.js';
 import { jsonText } from '../../core/json-text.js';
 import { recordOutcome, scalarAttribute } from '../record-outcome.js';
 import { ATTR_EVENT_ACTION, ATTR_EVENT_CATEGORY, ATTR_TARGET_ID, ATTR_TARGET_NAME } from '../../mapping/attribute-names.js';
+import { defineEncoding } from '../destination-type.js';
 
 export interface SplunkHecEncoding {
   kind: 'splunk-hec';
@@ -198,3 +199,6 @@ export function createSplunkHecEncoder(spec: SplunkHecEncoding): { encode(record
 export function ownBuffer(b: Uint8Array): Uint8Array {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? new Uint8Array(b.buffer, 0, b.byteLength) : new Uint8Array(b);
 }
+
+/** The `splunk-hec` encoding type (the encode workers find it by its kind: ../encoding-types.ts). */
+export const splunkHecEncoding = defineEncoding<SplunkHecEncoding>({ kind: 'splunk-hec', direct: false, encoderFactory: (spec) => createSplunkHecEncoder(spec) });
