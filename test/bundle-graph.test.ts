@@ -53,6 +53,15 @@ describe('the bundle', () => {
     expect([...cli]).toEqual(expect.arrayContaining(['zod', 'yaml']));
   });
 
+  it('gives the CLI csv-parse only once a CSV lookup file is read (import())', () => {
+    const cli = readFileSync(join(BUNDLE, 'cli.js'), 'utf8');
+    const commands = [...cli.matchAll(/import\("\.\/([\w-]+\.js)"\)/g)].map((m) => m[1]!);
+    expect(commands.length).toBeGreaterThan(0);
+    const loaded = new Set(['cli.js', ...commands].flatMap(staticClosure));
+    expect([...packagesIn([...loaded])]).toContain('commander');
+    expect([...packagesIn([...loaded])]).not.toContain('csv-parse');
+  });
+
   it('holds no copy of @opentelemetry/semantic-conventions (ES module builds are preferred, so it is tree-shaken)', () => {
     const all = readdirSync(BUNDLE).filter((f) => f.endsWith('.js'));
     expect([...packagesIn(all)]).not.toContain('@opentelemetry/semantic-conventions');

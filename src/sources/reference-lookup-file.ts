@@ -26,7 +26,7 @@ import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { extname } from 'node:path';
-import { parse as parseCsv, type CsvError, type Info } from 'csv-parse';
+import type { CsvError, Info } from 'csv-parse';
 import type { SiteReference } from '../mapping/reference-data.js';
 import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
 import { referenceBuilder, UserTable, type ReferenceCopy } from './reference-copy.js';
@@ -132,6 +132,8 @@ export async function parseLookupStream(kind: ReferenceKind, file: string, input
     rest += decoder.end();
     if (rest !== '') line(rest);
   } else {
+    // csv-parse loads with the first CSV file (in the lookup worker, or `validate`): not in every daemon's main thread
+    const { parse: parseCsv } = await import('csv-parse');
     const parser = parseCsv({ columns: true, info: true, bom: true, trim: true, skip_empty_lines: true, comment: '#', comment_no_infix: true, max_record_size: MAX_LOOKUP_LINE_CHARS });
     const source = Readable.from(hashed());
     let readError: unknown;
