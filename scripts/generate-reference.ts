@@ -23,7 +23,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadCatalog, movesOf, outputNamesOf, type Catalog, type EventTypeEntry } from '../src/mapping/catalog.js';
-import { OCSF_ACTIVITIES, OCSF_CLASSES, OCSF_VERSION, categorySchema, type CatalogAttribute, type Family } from '../src/mapping/mapping-file-schema.js';
+import { OCSF_ACTIVITIES, OCSF_CLASSES, categorySchema, type CatalogAttribute, type Family } from '../src/mapping/mapping-file-schema.js';
+import { OCSF_VERSION } from '../src/mapping/ocsf.js';
 import {
   ATTR_EVENT_ACTION,
   ATTR_EVENT_CATEGORY,

@@ -24,6 +24,7 @@ import type { LoadedConfig, TenantConfig } from './config.js';
 import type { Logger } from './logger.js';
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
 import { loadTenantOverrides, processorTenant } from './tenant-runtime.js';
+import type { TenantOverrides } from '../mapping/tenant-overrides.js';
 import { createDestination, loadDestinationTypes } from '../export/destination-registry.js';
 import type { Destination } from '../export/destination.js';
 import { encodingKey, type EncodingSpec } from '../export/encodings.js';
@@ -303,9 +304,11 @@ export async function replayCommand(loaded: LoadedConfig, options: ReplayOptions
   if (tenants.length === 0) throw new ReplayUsageError(`--tenant: no tenant '${options.tenant}' in ${loaded.file} (tenants: ${config.tenants.map((t) => t.id).join(', ')})`);
 
   const catalog = loadCatalog(config.mappingsDir ? resolve(baseDir, config.mappingsDir) : undefined);
+  const overridesOf = new Map<string, TenantOverrides | undefined>();
   for (const t of tenants) {
     const overrides = loadTenantOverrides(t, baseDir, catalog); // a clear error with file and line
     if (overrides) registerSecrets(secretsOfDocument(overrides, env, baseDir));
+    overridesOf.set(t.id, overrides);
   }
   const settings = pipelineSettings(loaded, true);
   if (options.retryForMs !== undefined) settings.retry = { ...settings.retry, maxElapsedMs: options.retryForMs };
@@ -313,7 +316,7 @@ export async function replayCommand(loaded: LoadedConfig, options: ReplayOptions
   const stateDir = resolve(baseDir, config.state.dir);
   let failed = false;
   for (const tenant of tenants) {
-    const report = await replayTenant(tenant, { loaded, catalog, stateDir, settings, scope, filters, options, log, env });
+    const report = await replayTenant(tenant, { loaded, catalog, overrides: overridesOf.get(tenant.id), stateDir, settings, scope, filters, options, log, env });
     out(report.format(options.dryRun) + '\n');
     if (report.failedCount > 0) failed = true;
     if (options.signal?.aborted) {
@@ -327,6 +330,8 @@ export async function replayCommand(loaded: LoadedConfig, options: ReplayOptions
 interface TenantJob {
   loaded: LoadedConfig;
   catalog: Catalog;
+  /** The tenant's overrides, as read and checked before any tenant was replayed. */
+  overrides: TenantOverrides | undefined;
   stateDir: string;
   settings: ReturnType<typeof pipelineSettings>;
   scope: ReturnType<typeof connectorScope>;
@@ -351,7 +356,7 @@ async function replayTenant(tenant: TenantConfig, job: TenantJob): Promise<Tenan
     throw new ReplayUsageError(`--destination: tenant ${tenant.id} has no destination '${options.destination}' (its destinations: ${names.join(', ')})`);
   }
   // the same processor `run` uses (in this thread: a replay is small), with the tenant's overrides
-  const pool = new EncodeWorkerPool(0, { catalog: job.catalog, scope: job.scope, tenants: [processorTenant(tenant, loadTenantOverrides(tenant, job.loaded.baseDir, job.catalog))] });
+  const pool = new EncodeWorkerPool(0, { catalog: job.catalog, scope: job.scope, tenants: [processorTenant(tenant, job.overrides)] });
   const dir = join(job.stateDir, tenant.id, 'dead-letter');
   const replayed = new ReplayRecordStore(dir);
   replayed.load();

@@ -12,8 +12,6 @@
 import { z } from 'zod';
 import { OCSF_VERSION } from './ocsf.js';
 
-export { OCSF_VERSION };
-
 export const attributeTypeSchema = z.enum(['string', 'integer', 'long', 'boolean', 'float']);
 export type AttributeType = z.infer<typeof attributeTypeSchema>;
 
