@@ -47,8 +47,7 @@ export interface Plan {
 
 export interface TenantPlan {
   config: TenantConfig;
-  overridesFile: string | undefined;
-  /** The overrides as read from that file when the plan was made (what the encode workers get). */
+  /** The tenant's overrides as read from its file when the plan was made (what the encode workers get). */
   overrides: TenantOverrides | undefined;
   /** Equal fingerprints: the tenant runs exactly the same way. */
   fingerprint: string;
@@ -88,9 +87,10 @@ export function preparePlan(loaded: LoadedConfig, options: PlanOptions): Plan {
     const overrides = loadTenantOverrides(t, baseDir, catalog); // fail early, with file and line
     if (overrides) registerSecrets(secretsOfDocument(overrides, options.env, baseDir));
     const overridesFile = overridesPath(t, baseDir);
-    const overridesHash = overridesFile ? hashFile(overridesFile) : null;
+    // the content the workers get, as validated (not a second read of the file, which could differ)
+    const overridesHash = overrides ? sha256(JSON.stringify(overrides.file)) : null;
     const fingerprint = sha256(JSON.stringify({ t, overridesHash, settings, stateDir, baseDir, catalogHash }));
-    tenants.set(t.id, { config: t, overridesFile, overrides, fingerprint });
+    tenants.set(t.id, { config: t, overrides, fingerprint });
     poolTenants.push(`${t.id}=${overridesFile ?? ''}#${overridesHash ?? ''}#${JSON.stringify(t.resource ?? null)}`);
   }
   const poolKey = sha256(JSON.stringify({ catalogHash, workers, poolTenants, maxAttributesPerRecord: config.pipeline.maxAttributesPerRecord }));
@@ -112,14 +112,6 @@ export function planChanges(plan: Plan, running: ReadonlyMap<string, { plan: Ten
 
 function sha256(text: string | Buffer): string {
   return createHash('sha256').update(text).digest('hex');
-}
-
-function hashFile(file: string): string {
-  try {
-    return sha256(readFileSync(file));
-  } catch {
-    return 'unreadable';
-  }
 }
 
 /** A hash of every file under a directory (the mapping files): a reload notices an edited catalog. */
