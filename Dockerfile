@@ -51,6 +51,6 @@ EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.TAO_LISTEN||':9464').split(':').pop()+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-# (V8's optimizing compiles on the thread that runs the code: src/core/optimizing-compiler.ts)
+# (V8's optimizing compiles on the thread that runs the code: src/core/compiler-tiers.ts)
 ENTRYPOINT ["node", "--no-concurrent-recompilation", "/app/dist/cli.js"]
 CMD ["run", "--config", "/config/config.yaml"]

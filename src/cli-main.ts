@@ -5,11 +5,11 @@
  */
 import { prewarmEncodeWorkers, defaultEncodeWorkers } from './pipeline/encode-worker-prewarm.js';
 import { capYoungGeneration } from './core/young-generation.js';
-import { optimizeOnOwnThread } from './core/optimizing-compiler.js';
+import { configureCompilerTiers } from './core/compiler-tiers.js';
 
 // (before anything allocates much: the young generation capped, core/young-generation.ts)
 capYoungGeneration();
-// (before the first worker: its optimizing compiles on its own thread, core/optimizing-compiler.ts)
-optimizeOnOwnThread();
+// (before the first worker: V8's compilers, core/compiler-tiers.ts)
+configureCompilerTiers();
 if (process.argv[2] === 'run') prewarmEncodeWorkers(defaultEncodeWorkers());
 await import('./cli-commands.js');
