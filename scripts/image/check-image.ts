@@ -403,6 +403,10 @@ async function main(): Promise<number> {
       check(`runs on Node.js ${tagMajor}`, nodeVersion.split('.')[0] === tagMajor, `node ${nodeVersion} in the container; the base is ${runtimeBase}`);
     }
 
+    // the daemon (PID 1, the ENTRYPOINT) with the node flags the image gives it (src/core/compiler-tiers.ts)
+    const cmdline = (await dockerOk(['exec', container, 'cat', '/proc/1/cmdline'])).split('\0').filter((a) => a.length > 0);
+    check('node runs with --no-concurrent-recompilation', cmdline.includes('--no-concurrent-recompilation'), `PID 1: ${cmdline.join(' ')}`);
+
     // 2. HEALTHCHECK -> healthy
     const interval = await dockerOk(['inspect', '--format', '{{.Config.Healthcheck.Interval}}', container]);
     const waitHealthy = async (since: number): Promise<number> =>

@@ -9,11 +9,13 @@
  * - Each optimizing compile allocates its working memory with malloc on whichever of V8's four
  *   background threads runs it, and glibc gives each of those threads an arena of its own, which
  *   keeps what a compile freed: the most variable part of the peak RSS. With the flag on the node
- *   command line the run peaked at 116 instead of 128 MB (Node 24: 142 instead of 163), wall and
- *   CPU the same. The code it compiles is small, so a compile on the thread itself is short.
- * - Sparkplug's machine code for every function run more than a few times was 2-5 MB of the
- *   heaps; without it the peak was 119 instead of 123 MB and CPU no worse (what runs hot is
- *   optimized by TurboFan either way, and what is not is start-up code run a few times).
+ *   command line the run peaked at 116 instead of 128 MB (Node 24: 142 instead of 163), CPU the
+ *   same; wall the same on Node 20, and on Node 24, as set here, 5-7 % longer (its mid-tier
+ *   compiler, Maglev, moves onto the worker's thread as well, and the bench's short run waits on
+ *   that thread).
+ * - Sparkplug compiles every function run more than a few times to machine code; without it the
+ *   peak was 119 instead of 123 MB and CPU no worse (what runs hot is optimized by TurboFan
+ *   either way).
  *
  * V8 reads the first once per isolate, when the isolate is created: set here at run time, it
  * reaches the isolates created later (the encode and lookup workers), not the main thread's,
