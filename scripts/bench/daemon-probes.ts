@@ -21,6 +21,17 @@ export function readVmRssKb(pid: number): number {
 }
 
 /** The records the daemon on `port` has exported (`tao_events_exported_total`, summed); -1 while it does not serve yet. */
+/** The main thread's V8 heap in use and the memory outside it that V8 accounts for (Buffers, shared buffers), in bytes, from the daemon's /metrics; -1 when unknown. */
+export async function mainHeapBytes(port: number): Promise<{ used: number; external: number }> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const one = (name: string): number => Number(new RegExp(`^${name} (\\d+(?:\\.\\d+)?)`, 'm').exec(text)?.[1] ?? -1);
+    return { used: one('nodejs_heap_size_used_bytes'), external: one('nodejs_external_memory_bytes') };
+  } catch {
+    return { used: -1, external: -1 };
+  }
+}
+
 export async function exportedSoFar(port: number): Promise<number> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
