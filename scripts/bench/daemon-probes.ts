@@ -20,25 +20,30 @@ export function readVmRssKb(pid: number): number {
   }
 }
 
-/** The records the daemon on `port` has exported (`tao_events_exported_total`, summed); -1 while it does not serve yet. */
-/** The main thread's V8 heap in use and the memory outside it that V8 accounts for (Buffers, shared buffers), in bytes, from the daemon's /metrics; -1 when unknown. */
-export async function mainHeapBytes(port: number): Promise<{ used: number; external: number }> {
+/** The daemon's /metrics text on `port`; undefined while it does not serve yet. */
+export async function metricsText(port: number): Promise<string | undefined> {
   try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const one = (name: string): number => Number(new RegExp(`^${name} (\\d+(?:\\.\\d+)?)`, 'm').exec(text)?.[1] ?? -1);
-    return { used: one('nodejs_heap_size_used_bytes'), external: one('nodejs_external_memory_bytes') };
+    return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   } catch {
-    return { used: -1, external: -1 };
+    return undefined;
   }
 }
 
+/** The records exported in a /metrics text (`tao_events_exported_total`, summed); -1 without one. */
+export function exportedIn(text: string | undefined): number {
+  if (text === undefined) return -1;
+  let sum = 0;
+  for (const m of text.matchAll(/^tao_events_exported_total\{[^}]*\} (\d+)/gm)) sum += Number(m[1]);
+  return sum;
+}
+
+/** The main thread's V8 heap in use and V8's external memory (Buffers, shared buffers) in a /metrics text, in bytes; -1 when absent. */
+export function mainHeapIn(text: string | undefined): { used: number; external: number } {
+  const one = (name: string): number => Number(new RegExp(`^${name} (\\d+(?:\\.\\d+)?)`, 'm').exec(text ?? '')?.[1] ?? -1);
+  return { used: one('nodejs_heap_size_used_bytes'), external: one('nodejs_external_memory_bytes') };
+}
+
+/** The records the daemon on `port` has exported (`tao_events_exported_total`, summed); -1 while it does not serve yet. */
 export async function exportedSoFar(port: number): Promise<number> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    let sum = 0;
-    for (const m of text.matchAll(/^tao_events_exported_total\{[^}]*\} (\d+)/gm)) sum += Number(m[1]);
-    return sum;
-  } catch {
-    return -1;
-  }
+  return exportedIn(await metricsText(port));
 }

@@ -30,7 +30,7 @@ import zlib from 'node:zlib';
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT, Rng, makeWorld, vizqlRecord } from '../bench/corpus.js';
-import { freePort, exportedSoFar, mainHeapBytes, readVmRssKb } from '../bench/daemon-probes.js';
+import { freePort, exportedSoFar, exportedIn, mainHeapIn, metricsText, readVmRssKb } from '../bench/daemon-probes.js';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
@@ -260,7 +260,8 @@ async function main(): Promise<number> {
       stateBytes += n;
       if (path.basename(rel) === 'checkpoints.json') checkpointBytes += n;
     }
-    const heap = await mainHeapBytes(port);
+    const metrics = await metricsText(port);
+    const heap = mainHeapIn(metrics);
     const s: Sample = {
       t: (Date.now() - t0) / 1000,
       rssMb: rssMb(pid),
@@ -268,7 +269,7 @@ async function main(): Promise<number> {
       externalMb: heap.external / 1e6,
       cpuSeconds: cpuSeconds(pid),
       written,
-      exported: await exportedSoFar(port),
+      exported: exportedIn(metrics),
       stateBytes,
       checkpointBytes,
       stateFiles: sizes.size,
@@ -326,10 +327,9 @@ async function main(): Promise<number> {
   const mr = fit.reduce((a, s) => a + s.rssMb, 0) / n;
   const slope = n >= 2 ? fit.reduce((a, s) => a + (s.t - mt) * (s.rssMb - mr), 0) / Math.max(1e-9, fit.reduce((a, s) => a + (s.t - mt) ** 2, 0)) : 0;
   const quarter = Math.max(1, Math.floor(samples.length / 4));
-  const avg = (xs: Sample[]): number => xs.reduce((a, s) => a + s.rssMb, 0) / Math.max(1, xs.length);
-  const firstQ = avg(samples.slice(0, quarter));
-  const lastQ = avg(samples.slice(-quarter));
-  const avgOf = (xs: Sample[], k: 'heapMb' | 'externalMb'): number => xs.reduce((a, s) => a + s[k], 0) / Math.max(1, xs.length);
+  const avgOf = (xs: Sample[], k: 'rssMb' | 'heapMb' | 'externalMb'): number => xs.reduce((a, s) => a + s[k], 0) / Math.max(1, xs.length);
+  const firstQ = avgOf(samples.slice(0, quarter), 'rssMb');
+  const lastQ = avgOf(samples.slice(-quarter), 'rssMb');
   const out: string[] = [];
   out.push('');
   out.push(`tableau-activity-otel soak — Node ${process.version}, ${os.availableParallelism()} cores, ${DURATION_S} s at ${RATE} events/s (${objects} objects of ${perObject}), lookbackHours ${LOOKBACK_H}, an hour partition every ${HOUR_S} s`);
