@@ -3,7 +3,7 @@
  * `npm run soak` (builds first, then runs this file).
  *
  *   npm run soak -- [--duration 1h] [--rate 1000] [--object-seconds 10] [--hour-seconds 60]
- *                   [--lookback-hours 2] [--sample 10] [--json FILE] [--keep]
+ *                   [--lookback-hours 2] [--sample 10] [--node-flags "FLAGS"] [--json FILE] [--keep]
  *
  * Starts a local OTLP/HTTP receiver on 127.0.0.1 (it discards what it gets), the real CLI
  * (`dist/cli.js run`, a daemon, not --once) with a `directory` source and an `otlp` destination,
@@ -42,6 +42,7 @@ const { values: flags } = parseArgs({
     'hour-seconds': { type: 'string', default: '60' },
     'lookback-hours': { type: 'string', default: '2' },
     sample: { type: 'string', default: '10' },
+    'node-flags': { type: 'string', default: '' },
     json: { type: 'string' },
     keep: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
@@ -50,13 +51,14 @@ const { values: flags } = parseArgs({
 });
 if (flags.help) {
   process.stdout.write(
-    'npm run soak -- [--duration 1h] [--rate EVENTS_PER_S] [--object-seconds S] [--hour-seconds S] [--lookback-hours H] [--sample S] [--json FILE] [--keep]\n' +
+    'npm run soak -- [--duration 1h] [--rate EVENTS_PER_S] [--object-seconds S] [--hour-seconds S] [--lookback-hours H] [--sample S] [--node-flags "FLAGS"] [--json FILE] [--keep]\n' +
       '  --duration        how long events are written (90s, 3m, 1h; default 1h)\n' +
       '  --rate            events per second (default 1000)\n' +
       '  --object-seconds  one object every this many seconds (default 10)\n' +
       '  --hour-seconds    seconds of the clock per hour partition of the keys (default 60)\n' +
       '  --lookback-hours  the directory source\'s lookbackHours (default 2)\n' +
-      '  --sample          seconds between samples (default 10)\n',
+      '  --sample          seconds between samples (default 10)\n' +
+      '  --node-flags      node flags for the daemon, e.g. the image\'s: --node-flags=--no-concurrent-recompilation\n',
   );
   process.exit(0);
 }
@@ -83,6 +85,7 @@ const OBJECT_S = seconds('object-seconds', flags['object-seconds']);
 const HOUR_S = seconds('hour-seconds', flags['hour-seconds']);
 const LOOKBACK_H = positiveInt('lookback-hours', flags['lookback-hours']);
 const SAMPLE_S = seconds('sample', flags.sample);
+const NODE_FLAGS = flags['node-flags'].split(/\s+/).filter((f) => f.length > 0);
 
 const t0 = Date.now();
 function progress(msg: string): void {
@@ -201,11 +204,11 @@ async function main(): Promise<number> {
       '',
     ].join('\n'),
   );
-  progress(`work dir ${work}; ${RATE} events/s for ${DURATION_S} s, an object every ${OBJECT_S} s, an hour partition every ${HOUR_S} s, lookbackHours ${LOOKBACK_H}`);
+  progress(`work dir ${work}; ${RATE} events/s for ${DURATION_S} s, an object every ${OBJECT_S} s, an hour partition every ${HOUR_S} s, lookbackHours ${LOOKBACK_H}${NODE_FLAGS.length > 0 ? `; node ${NODE_FLAGS.join(' ')}` : ''}`);
 
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('OTEL_')) delete env[k];
-  const child = spawn(process.execPath, [CLI, 'run', '--config', config], { cwd: REPO_ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...NODE_FLAGS, CLI, 'run', '--config', config], { cwd: REPO_ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderrTail = '';
   child.stderr!.setEncoding('utf8').on('data', (s: string) => {
     stderrTail = (stderrTail + s).slice(-20_000);
@@ -362,7 +365,7 @@ async function main(): Promise<number> {
   if (flags.json) {
     await fsp.writeFile(
       flags.json,
-      JSON.stringify({ settings: { durationSeconds: DURATION_S, rate: RATE, objectSeconds: OBJECT_S, hourSeconds: HOUR_S, lookbackHours: LOOKBACK_H }, written, objects, samples, summary: { firstQuarterRssMb: firstQ, lastQuarterRssMb: lastQ, maxRssMb: maxRss, slopeMbPerHour: slope * 3600, maxStateBytes: maxState, maxCheckpointBytes: maxCheckpoint } }, null, 2) + '\n',
+      JSON.stringify({ settings: { durationSeconds: DURATION_S, rate: RATE, objectSeconds: OBJECT_S, hourSeconds: HOUR_S, lookbackHours: LOOKBACK_H, nodeFlags: NODE_FLAGS }, written, objects, samples, summary: { firstQuarterRssMb: firstQ, lastQuarterRssMb: lastQ, maxRssMb: maxRss, slopeMbPerHour: slope * 3600, maxStateBytes: maxState, maxCheckpointBytes: maxCheckpoint } }, null, 2) + '\n',
     );
   }
   if (flags.keep) progress(`kept ${work}`);
