@@ -43,6 +43,13 @@ export function mainHeapIn(text: string | undefined): { used: number; external: 
   return { used: one('nodejs_heap_size_used_bytes'), external: one('nodejs_external_memory_bytes') };
 }
 
+/** The encode workers' V8 heaps in use in a /metrics text (`tao_encode_worker_heap_used_bytes`, summed over the workers), in bytes; -1 without one. */
+export function workerHeapsIn(text: string | undefined): number {
+  let sum = -1;
+  for (const m of (text ?? '').matchAll(/^tao_encode_worker_heap_used_bytes\{[^}]*\} (\d+(?:\.\d+)?)/gm)) sum = Math.max(0, sum) + Number(m[1]);
+  return sum;
+}
+
 /** The records the daemon on `port` has exported (`tao_events_exported_total`, summed); -1 while it does not serve yet. */
 export async function exportedSoFar(port: number): Promise<number> {
   return exportedIn(await metricsText(port));

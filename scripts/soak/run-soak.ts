@@ -30,7 +30,7 @@ import zlib from 'node:zlib';
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT, Rng, makeWorld, vizqlRecord } from '../bench/corpus.js';
-import { freePort, exportedSoFar, exportedIn, mainHeapIn, metricsText, readVmRssKb } from '../bench/daemon-probes.js';
+import { freePort, exportedSoFar, exportedIn, mainHeapIn, metricsText, readVmRssKb, workerHeapsIn } from '../bench/daemon-probes.js';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
@@ -169,6 +169,8 @@ interface Sample {
   /** The main thread's V8 heap in use, and V8's external memory (the daemon's /metrics). */
   heapMb: number;
   externalMb: number;
+  /** The encode workers' V8 heaps in use, summed (-1 while /metrics has none). */
+  workerHeapMb: number;
   cpuSeconds: number;
   written: number;
   exported: number;
@@ -270,6 +272,7 @@ async function main(): Promise<number> {
       rssMb: rssMb(pid),
       heapMb: heap.used / 1e6,
       externalMb: heap.external / 1e6,
+      workerHeapMb: Math.max(-1, workerHeapsIn(metrics) / 1e6),
       cpuSeconds: cpuSeconds(pid),
       written,
       exported: exportedIn(metrics),
@@ -280,7 +283,7 @@ async function main(): Promise<number> {
     };
     samples.push(s);
     progress(
-      `RSS ${s.rssMb.toFixed(1)} MB (main heap ${s.heapMb.toFixed(1)}, external ${s.externalMb.toFixed(1)}), CPU ${s.cpuSeconds.toFixed(1)} s, written ${s.written}, exported ${s.exported}, ` +
+      `RSS ${s.rssMb.toFixed(1)} MB (main heap ${s.heapMb.toFixed(1)}, external ${s.externalMb.toFixed(1)}, workers' heaps ${s.workerHeapMb.toFixed(1)}), CPU ${s.cpuSeconds.toFixed(1)} s, written ${s.written}, exported ${s.exported}, ` +
         `state ${s.stateFiles} files / ${(s.stateBytes / 1024).toFixed(1)} KiB (checkpoints ${(s.checkpointBytes / 1024).toFixed(1)} KiB), input ${s.inputFiles} objects`,
     );
     return s;
@@ -330,20 +333,20 @@ async function main(): Promise<number> {
   const mr = fit.reduce((a, s) => a + s.rssMb, 0) / n;
   const slope = n >= 2 ? fit.reduce((a, s) => a + (s.t - mt) * (s.rssMb - mr), 0) / Math.max(1e-9, fit.reduce((a, s) => a + (s.t - mt) ** 2, 0)) : 0;
   const quarter = Math.max(1, Math.floor(samples.length / 4));
-  const avgOf = (xs: Sample[], k: 'rssMb' | 'heapMb' | 'externalMb'): number => xs.reduce((a, s) => a + s[k], 0) / Math.max(1, xs.length);
+  const avgOf = (xs: Sample[], k: 'rssMb' | 'heapMb' | 'externalMb' | 'workerHeapMb'): number => xs.reduce((a, s) => a + s[k], 0) / Math.max(1, xs.length);
   const firstQ = avgOf(samples.slice(0, quarter), 'rssMb');
   const lastQ = avgOf(samples.slice(-quarter), 'rssMb');
   const out: string[] = [];
   out.push('');
   out.push(`tableau-activity-otel soak — Node ${process.version}, ${os.availableParallelism()} cores, ${DURATION_S} s at ${RATE} events/s (${objects} objects of ${perObject}), lookbackHours ${LOOKBACK_H}, an hour partition every ${HOUR_S} s`);
   out.push('');
-  out.push('     t s   RSS MB  heap MB  ext MB   CPU s   written  exported  state KiB  checkpoints KiB  input objects');
+  out.push('     t s   RSS MB  heap MB  ext MB  workers MB   CPU s   written  exported  state KiB  checkpoints KiB  input objects');
   const every = Math.max(1, Math.ceil(samples.length / 40));
   for (let i = 0; i < samples.length; i++) {
     if (i % every !== 0 && i !== samples.length - 1) continue;
     const s = samples[i]!;
     out.push(
-      `${s.t.toFixed(0).padStart(8)}  ${s.rssMb.toFixed(1).padStart(7)}  ${s.heapMb.toFixed(1).padStart(7)}  ${s.externalMb.toFixed(1).padStart(6)}  ${s.cpuSeconds.toFixed(1).padStart(6)}  ${String(s.written).padStart(8)}  ${String(s.exported).padStart(8)}  ${(s.stateBytes / 1024).toFixed(1).padStart(9)}  ${(s.checkpointBytes / 1024).toFixed(1).padStart(15)}  ${String(s.inputFiles).padStart(13)}`,
+      `${s.t.toFixed(0).padStart(8)}  ${s.rssMb.toFixed(1).padStart(7)}  ${s.heapMb.toFixed(1).padStart(7)}  ${s.externalMb.toFixed(1).padStart(6)}  ${s.workerHeapMb.toFixed(1).padStart(10)}  ${s.cpuSeconds.toFixed(1).padStart(6)}  ${String(s.written).padStart(8)}  ${String(s.exported).padStart(8)}  ${(s.stateBytes / 1024).toFixed(1).padStart(9)}  ${(s.checkpointBytes / 1024).toFixed(1).padStart(15)}  ${String(s.inputFiles).padStart(13)}`,
     );
   }
   const maxRss = Math.max(...samples.map((s) => s.rssMb));
@@ -353,7 +356,8 @@ async function main(): Promise<number> {
   out.push(`RSS: first quarter ${firstQ.toFixed(1)} MB, last quarter ${lastQ.toFixed(1)} MB, max ${maxRss.toFixed(1)} MB; slope after the warm-up ${(slope * 3600).toFixed(1)} MB/h`);
   out.push(
     `main thread's heap: first quarter ${avgOf(samples.slice(0, quarter), 'heapMb').toFixed(1)} MB, last quarter ${avgOf(samples.slice(-quarter), 'heapMb').toFixed(1)} MB; ` +
-      `external: first quarter ${avgOf(samples.slice(0, quarter), 'externalMb').toFixed(1)} MB, last quarter ${avgOf(samples.slice(-quarter), 'externalMb').toFixed(1)} MB`,
+      `external: first quarter ${avgOf(samples.slice(0, quarter), 'externalMb').toFixed(1)} MB, last quarter ${avgOf(samples.slice(-quarter), 'externalMb').toFixed(1)} MB; ` +
+      `encode workers' heaps: first quarter ${avgOf(samples.slice(0, quarter), 'workerHeapMb').toFixed(1)} MB, last quarter ${avgOf(samples.slice(-quarter), 'workerHeapMb').toFixed(1)} MB`,
   );
   out.push(`state: largest ${(maxState / 1024).toFixed(1)} KiB (checkpoints ${(maxCheckpoint / 1024).toFixed(1)} KiB), at the end ${(final.stateBytes / 1024).toFixed(1)} KiB`);
   out.push(`CPU: ${final.cpuSeconds.toFixed(1)} s for ${final.exported} events exported (${((1e6 * final.cpuSeconds) / Math.max(1, final.exported)).toFixed(1)} µs per event)`);

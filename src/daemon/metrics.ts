@@ -13,6 +13,7 @@
  */
 import type { EnrichmentMetrics, PipelineMetrics } from '../core/metrics.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type LabelValues } from 'prom-client';
+import type { WorkerHeap } from '../pipeline/encode-messages.js';
 
 /** Labels whose values come from the data. */
 export const DATA_LABELS = ['event_type', 'attribute', 'reason'] as const;
@@ -117,6 +118,12 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
   readonly enrichmentRefreshes: Counter<'tenant' | 'kind' | 'result'>;
   readonly enrichmentEntries: Gauge<'tenant' | 'kind'>;
   readonly enrichmentDataAge: Gauge<'tenant' | 'kind'>;
+  readonly encodeWorkerHeapUsed: Gauge<'worker'>;
+  readonly encodeWorkerHeapSize: Gauge<'worker'>;
+  readonly encodeWorkerExternalMemory: Gauge<'worker'>;
+  /** Asks the encode workers for their heaps (the daemon's current pool); one answer serves the three gauges of a scrape. */
+  private workerHeaps: (() => Promise<Array<{ worker: number; heap: WorkerHeap }>>) | undefined;
+  private workerHeapsAnswer: { atMs: number; answer: Promise<Array<{ worker: number; heap: WorkerHeap }>> } | undefined;
   private readonly enrichmentAges = new Map<string, { tenant: string; kind: string; age: () => number | undefined }>();
   /** The cap on the values of the labels that come from the data. */
   readonly dataLabels: DataLabelCap;
@@ -169,6 +176,27 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
         }
       },
     });
+    // the encode workers' heaps (nodejs_heap_* and nodejs_external_memory_bytes are the main thread's)
+    const heaps = async (): Promise<Array<{ worker: number; heap: WorkerHeap }>> => {
+      if (!this.workerHeaps) return [];
+      const now = Date.now();
+      if (!this.workerHeapsAnswer || now - this.workerHeapsAnswer.atMs > 1000) this.workerHeapsAnswer = { atMs: now, answer: this.workerHeaps() };
+      return this.workerHeapsAnswer.answer;
+    };
+    const workerGauge = (name: string, help: string, value: (h: WorkerHeap) => number): Gauge<'worker'> =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['worker'],
+        registers,
+        async collect() {
+          this.reset();
+          for (const { worker, heap } of await heaps()) this.set({ worker: String(worker) }, value(heap));
+        },
+      });
+    this.encodeWorkerHeapUsed = workerGauge('tao_encode_worker_heap_used_bytes', "An encode worker's V8 heap in use (by worker index)", (h) => h.usedBytes);
+    this.encodeWorkerHeapSize = workerGauge('tao_encode_worker_heap_size_bytes', "An encode worker's V8 heap, the pages it has taken (by worker index)", (h) => h.totalBytes);
+    this.encodeWorkerExternalMemory = workerGauge('tao_encode_worker_external_memory_bytes', "Memory outside an encode worker's V8 heap that V8 accounts to it, ArrayBuffers and the like (by worker index)", (h) => h.externalBytes);
     this.unknownAttributes = capped({ name: 'tao_unknown_attributes_total', help: 'Records carrying attributes their mapping file does not document', labelNames: ['tenant', 'event_type', 'attribute'], registers });
   }
 
@@ -179,6 +207,12 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
       this.enrichmentAges.delete(key);
       this.enrichmentDataAge.remove({ tenant, kind });
     }
+  }
+
+  /** Where the encode workers' heaps come from (the daemon's current pool); `undefined`: none. */
+  watchEncodeWorkers(heaps: (() => Promise<Array<{ worker: number; heap: WorkerHeap }>>) | undefined): void {
+    this.workerHeaps = heaps;
+    this.workerHeapsAnswer = undefined;
   }
 
   private defaultsOn = false;

@@ -46,3 +46,22 @@ export interface ResultMessage {
   result?: Omit<ChunkResult, 'payloads'> & { payloads: WirePayload[][] };
   error?: string;
 }
+
+/** Asks a worker for its V8 heap's figures (it answers between tasks). */
+export interface HeapQuery {
+  kind: 'heap';
+  id: number;
+}
+
+/** One encode worker's V8 heap: in use, its size (pages taken), and the memory outside it that V8 accounts. */
+export interface WorkerHeap {
+  usedBytes: number;
+  totalBytes: number;
+  externalBytes: number;
+}
+
+export interface HeapReply {
+  kind: 'heap';
+  id: number;
+  heap: WorkerHeap;
+}

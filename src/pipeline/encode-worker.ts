@@ -1,10 +1,11 @@
 /** Entry point of an encode worker thread: runs ChunkProcessor tasks sent by the pool. */
+import v8 from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ChunkProcessor, type ProcessorInit } from './chunk-processor.js';
 import { coversItsBuffer, payloadOwnsItsBuffer } from './transfer.js';
 import { sharedView } from './shared-buffers.js';
 import { IdleCollection, IDLE_COLLECTION_MS } from './idle-collection.js';
-import type { BuffersMessage, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, TaskMessage, WirePayload } from './encode-messages.js';
+import type { BuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, TaskMessage, WirePayload } from './encode-messages.js';
 
 // set up from workerData, or by the first message when started early (encode-worker-prewarm.ts)
 let processor: ChunkProcessor | null = workerData ? new ChunkProcessor(workerData as ProcessorInit) : null;
@@ -26,7 +27,13 @@ function bufferOf(views: Map<number, Uint8Array>, region: SharedRegion | undefin
   return view;
 }
 
-parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | ReferenceMessage) => {
+parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | ReferenceMessage | HeapQuery) => {
+  if (msg.kind === 'heap') {
+    const s = v8.getHeapStatistics();
+    const reply: HeapReply = { kind: 'heap', id: msg.id, heap: { usedBytes: s.used_heap_size, totalBytes: s.total_heap_size, externalBytes: s.external_memory } };
+    parentPort!.postMessage(reply);
+    return;
+  }
   if (msg.kind === 'init') {
     processor = new ChunkProcessor(msg.init);
     return;

@@ -17,7 +17,7 @@ import { copiedOut } from '../core/buffer-release.js';
  * the same (docs/performance.md); smaller gave no more.
  */
 const MINOR_COLLECTION_BYTES = 4 << 20;
-import type { BuffersMessage, InitMessage, ReferenceMessage, ResultMessage, TaskMessage } from './encode-messages.js';
+import type { BuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, TaskMessage, WorkerHeap } from './encode-messages.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
 import { buildReferenceTable } from '../mapping/reference-table-builder.js';
 
@@ -53,6 +53,8 @@ interface Pending {
 interface Slot {
   worker: Worker;
   busy: Map<number, Pending>;
+  /** Heap queries asked and not answered yet, by id. */
+  heapQueries: Map<number, (heap: WorkerHeap) => void>;
   /** The regions of shared buffers this worker has been handed (once each). */
   hasInputs: boolean;
   hasOutputs: boolean;
@@ -116,8 +118,13 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       const msg: ReferenceMessage = { kind: 'reference', tenant, data };
       worker.postMessage(msg);
     }
-    const slot: Slot = { worker, busy: new Map(), hasInputs: false, hasOutputs: false };
-    worker.on('message', (msg: ResultMessage) => {
+    const slot: Slot = { worker, busy: new Map(), heapQueries: new Map(), hasInputs: false, hasOutputs: false };
+    worker.on('message', (msg: ResultMessage | HeapReply) => {
+      if ('kind' in msg) {
+        slot.heapQueries.get(msg.id)?.(msg.heap);
+        slot.heapQueries.delete(msg.id);
+        return;
+      }
       const p = slot.busy.get(msg.id);
       if (!p) return;
       slot.busy.delete(msg.id);
@@ -400,6 +407,33 @@ export class EncodeWorkerPool implements ReferenceDataSink {
     let running = 0;
     for (const s of this.slots) running += s.busy.size;
     return { queued: this.queue.length, running };
+  }
+
+  /**
+   * Each worker's V8 heap, by worker index: asked now, answered between tasks; a worker that does
+   * not answer within `timeoutMs` (a long task, a replacement starting) is left out.
+   */
+  async workerHeaps(timeoutMs = 1000): Promise<Array<{ worker: number; heap: WorkerHeap }>> {
+    const answers = await Promise.all(
+      this.slots.map(
+        (slot, worker) =>
+          new Promise<{ worker: number; heap: WorkerHeap } | undefined>((resolve) => {
+            const id = this.nextId++;
+            const timer = setTimeout(() => {
+              slot.heapQueries.delete(id);
+              resolve(undefined);
+            }, timeoutMs);
+            timer.unref();
+            slot.heapQueries.set(id, (heap) => {
+              clearTimeout(timer);
+              resolve({ worker, heap });
+            });
+            const query: HeapQuery = { kind: 'heap', id };
+            slot.worker.postMessage(query);
+          }),
+      ),
+    );
+    return answers.filter((a) => a !== undefined);
   }
 
   /** Shared buffers lent out now (input, output): back to 0 once every result is released. */
