@@ -14,7 +14,7 @@
  * such collection freed 0.4-1.7 MB, and it cost far more than its own time: a full collection
  * lets V8 drop the hidden classes that only the finished work's objects had, which throws away
  * the optimized code built on them, so each object's work started again in the interpreter and
- * was compiled again (some 50 optimizing compiles a minute after 20 minutes; 15 without these
+ * was compiled again (about 55 optimizing compiles a minute 15-20 minutes in; 13 without these
  * collections, most of them functions compiled for the first time). Each compile's memory is
  * malloc'd and freed in its thread's arena, and those arenas grew all along. So the collection
  * runs only once the heap in use (V8's heap and the memory outside it that V8 accounts,
