@@ -47,13 +47,15 @@ describe('idle collection', () => {
     c.busy();
     await waitFor(() => c.skipped === 1);
     expect(c.count).toBe(1);
-    // work that left a lot: collected again
-    garbage = [];
-    for (let i = 0; i < 1_500_000; i++) garbage.push({ i, s: `y${i}` });
-    garbage = null;
+    // work that grew the heap (kept alive through the check, so that V8's own collections cannot
+    // have shrunk it first): collected again
+    let kept: Array<{ i: number; s: string }> | null = [];
+    for (let i = 0; i < 1_500_000; i++) kept.push({ i, s: `y${i}` });
     c.busy();
     await waitFor(() => c.count === 2);
     expect(c.skipped).toBe(1);
+    expect(kept.length).toBe(1_500_000);
+    kept = null;
   });
 
   it('collects once the heap in use is minGrowthBytes above what it was after the last collection, or lower since', async () => {
