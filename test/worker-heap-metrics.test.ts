@@ -6,7 +6,7 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import { join } from 'node:path';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
-import { startDaemon, waitFor, type DaemonProcess } from './support/daemon-process.js';
+import { metricValue, startDaemon, waitFor, type DaemonProcess } from './support/daemon-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 import { writeDirectoryTenantConfig } from './support/config-files.js';
 
@@ -22,12 +22,7 @@ afterEach(async () => {
   receiver = undefined;
 });
 
-/** The samples of one metric, by their `worker` label. */
-function byWorker(metrics: string, name: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const m of metrics.matchAll(new RegExp(`^${name}\\{worker="(\\d+)"\\} (\\S+)$`, 'gm'))) out.set(m[1]!, Number(m[2]));
-  return out;
-}
+const NAMES = ['tao_encode_worker_heap_used_bytes', 'tao_encode_worker_heap_size_bytes', 'tao_encode_worker_external_memory_bytes'] as const;
 
 async function exportedThenScraped(workers: number): Promise<string> {
   receiver = await startOtlpReceiver();
@@ -42,25 +37,20 @@ async function exportedThenScraped(workers: number): Promise<string> {
 describe('encode worker heap metrics', () => {
   it('one series per worker: its heap in use within the pages it took, and its external memory', async () => {
     const metrics = await exportedThenScraped(2);
-    const used = byWorker(metrics, 'tao_encode_worker_heap_used_bytes');
-    const size = byWorker(metrics, 'tao_encode_worker_heap_size_bytes');
-    const external = byWorker(metrics, 'tao_encode_worker_external_memory_bytes');
-    expect([...used.keys()].sort()).toEqual(['0', '1']);
-    expect([...size.keys()].sort()).toEqual(['0', '1']);
-    expect([...external.keys()].sort()).toEqual(['0', '1']);
+    const [used, size, external] = NAMES.map((name) => (worker: string) => metricValue(metrics, name, { worker }));
+    for (const name of NAMES) expect(metricValue(metrics, name, { worker: '2' }), name).toBeUndefined();
     for (const w of ['0', '1']) {
       // a worker holds the catalog and its mapping plans: more than a megabyte, well under its 192 MB limit
-      expect(used.get(w)).toBeGreaterThan(1e6);
-      expect(used.get(w)).toBeLessThanOrEqual(size.get(w)!);
-      expect(size.get(w)).toBeLessThan(192e6);
-      expect(external.get(w)).toBeGreaterThanOrEqual(0);
+      expect(used!(w)).toBeGreaterThan(1e6);
+      expect(used!(w)).toBeLessThanOrEqual(size!(w)!);
+      expect(size!(w)).toBeLessThan(192e6);
+      expect(external!(w)).toBeGreaterThanOrEqual(0);
     }
   }, 180_000);
 
   it('none when the main thread encodes (workers: 0)', async () => {
     const metrics = await exportedThenScraped(0);
     expect(metrics).toContain('# TYPE tao_encode_worker_heap_used_bytes gauge');
-    expect(byWorker(metrics, 'tao_encode_worker_heap_used_bytes').size).toBe(0);
-    expect(byWorker(metrics, 'tao_encode_worker_heap_size_bytes').size).toBe(0);
+    for (const name of NAMES) expect(metricValue(metrics, name), name).toBeUndefined();
   }, 180_000);
 });

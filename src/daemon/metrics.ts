@@ -13,7 +13,7 @@
  */
 import type { EnrichmentMetrics, PipelineMetrics } from '../core/metrics.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type LabelValues } from 'prom-client';
-import type { WorkerHeap } from '../pipeline/encode-messages.js';
+import type { WorkerHeap, WorkerHeaps } from '../pipeline/encode-messages.js';
 
 /** Labels whose values come from the data. */
 export const DATA_LABELS = ['event_type', 'attribute', 'reason'] as const;
@@ -122,8 +122,8 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
   readonly encodeWorkerHeapSize: Gauge<'worker'>;
   readonly encodeWorkerExternalMemory: Gauge<'worker'>;
   /** Asks the encode workers for their heaps (the daemon's current pool); one answer serves the three gauges of a scrape. */
-  private workerHeaps: (() => Promise<Array<{ worker: number; heap: WorkerHeap }>>) | undefined;
-  private workerHeapsAnswer: { atMs: number; answer: Promise<Array<{ worker: number; heap: WorkerHeap }>> } | undefined;
+  private workerHeaps: (() => Promise<WorkerHeaps>) | undefined;
+  private workerHeapsAnswer: { atMs: number; answer: Promise<WorkerHeaps> } | undefined;
   private readonly enrichmentAges = new Map<string, { tenant: string; kind: string; age: () => number | undefined }>();
   /** The cap on the values of the labels that come from the data. */
   readonly dataLabels: DataLabelCap;
@@ -177,7 +177,7 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
       },
     });
     // the encode workers' heaps (nodejs_heap_* and nodejs_external_memory_bytes are the main thread's)
-    const heaps = async (): Promise<Array<{ worker: number; heap: WorkerHeap }>> => {
+    const heaps = async (): Promise<WorkerHeaps> => {
       if (!this.workerHeaps) return [];
       const now = Date.now();
       if (!this.workerHeapsAnswer || now - this.workerHeapsAnswer.atMs > 1000) this.workerHeapsAnswer = { atMs: now, answer: this.workerHeaps() };
@@ -210,7 +210,7 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
   }
 
   /** Where the encode workers' heaps come from (the daemon's current pool); `undefined`: none. */
-  watchEncodeWorkers(heaps: (() => Promise<Array<{ worker: number; heap: WorkerHeap }>>) | undefined): void {
+  watchEncodeWorkers(heaps: (() => Promise<WorkerHeaps>) | undefined): void {
     this.workerHeaps = heaps;
     this.workerHeapsAnswer = undefined;
   }

@@ -60,6 +60,9 @@ export interface WorkerHeap {
   externalBytes: number;
 }
 
+/** The workers' heaps as the pool reads them, by worker index (a worker that did not answer is left out). */
+export type WorkerHeaps = Array<{ worker: number; heap: WorkerHeap }>;
+
 export interface HeapReply {
   kind: 'heap';
   id: number;

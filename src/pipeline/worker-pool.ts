@@ -17,7 +17,7 @@ import { copiedOut } from '../core/buffer-release.js';
  * the same (docs/performance.md); smaller gave no more.
  */
 const MINOR_COLLECTION_BYTES = 4 << 20;
-import type { BuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, TaskMessage, WorkerHeap } from './encode-messages.js';
+import type { BuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, TaskMessage, WorkerHeap, WorkerHeaps } from './encode-messages.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
 import { buildReferenceTable } from '../mapping/reference-table-builder.js';
 
@@ -413,11 +413,11 @@ export class EncodeWorkerPool implements ReferenceDataSink {
    * Each worker's V8 heap, by worker index: asked now, answered between tasks; a worker that does
    * not answer within `timeoutMs` (a long task, a replacement starting) is left out.
    */
-  async workerHeaps(timeoutMs = 1000): Promise<Array<{ worker: number; heap: WorkerHeap }>> {
+  async workerHeaps(timeoutMs = 1000): Promise<WorkerHeaps> {
     const answers = await Promise.all(
       this.slots.map(
         (slot, worker) =>
-          new Promise<{ worker: number; heap: WorkerHeap } | undefined>((resolve) => {
+          new Promise<WorkerHeaps[number] | undefined>((resolve) => {
             const id = this.nextId++;
             const timer = setTimeout(() => {
               slot.heapQueries.delete(id);
