@@ -203,19 +203,23 @@ describe('direct OTLP protobuf path = object path', () => {
       { eventTime: '2026-11-29T10:00:00Z', eventOutcome: 'internal_error', isError: true, status: 'failure', actorUserLuid: 'u1' },
       { eventTime: '2026-11-29T10:00:00.000000001Z', s1: 'é'.repeat(42), s2: 'é'.repeat(43), s3: '😀'.repeat(30), s4: 'x'.repeat(5000), requestUri: '/a/b?c=d&e=ü', initiatingUrl: 'https://x/ü', siteLuid: 's', n: -0, big: 12345678901234567890, e: 1e-300, nil: null, eventOutcome: 'unauthorized', isFailure: true },
       { eventTime: '2026-11-29T10:00:00Z', siteLuid: 'other-site', eventType: 'vizql_http_request', ipAddress: '10.0.0.1', clientIp: '10.0.0.3', user: 'Zoë', status: 'FAILURE' },
+      { eventTime: '2026-11-29T10:00:00Z', requestUri: '/no/query/here', referrer: 'https://x/?later=on-the-line' },
       { eventTime: '2026-11-29T10:00:00Z', requestUri: '?only=query' },
       { eventTime: '2026-11-29T10:00:00Z', requestUri: '/path/only?' },
       { eventTime: '2026-11-29T10:00:00Z', requestUri: '/a?b?c', 'url.path': 'taken-first' },
     ].map((value, i) => ({ key, value, line: i + 1 }));
-    items.push({ key: 'no/layout/file.txt', value: { eventTime: '2026-11-29T10:00:00Z', eventType: 'brand_new_type', x: 1 }, line: 9 });
-    items.push({ key, value: { eventTime: 'garbage' } as never, line: 10 });
-    items.push({ key, value: [1, 2] as never, line: 11 });
+    items.push({ key: 'no/layout/file.txt', value: { eventTime: '2026-11-29T10:00:00Z', eventType: 'brand_new_type', x: 1 }, line: items.length + 1 });
+    items.push({ key, value: { eventTime: 'garbage' } as never, line: items.length + 1 });
+    items.push({ key, value: [1, 2] as never, line: items.length + 1 });
     // outside OTLP's unsigned nanoseconds: refused (dead-lettered) the same way by every path
-    items.push({ key, value: { eventTime: '1969-12-31T23:59:59.999Z', actorUserLuid: 'u' }, line: 12 });
-    items.push({ key, value: { eventTime: '2600-01-01T00:00:00Z', actorUserLuid: 'u' }, line: 13 });
+    items.push({ key, value: { eventTime: '1969-12-31T23:59:59.999Z', actorUserLuid: 'u' }, line: items.length + 1 });
+    items.push({ key, value: { eventTime: '2600-01-01T00:00:00Z', actorUserLuid: 'u' }, line: items.length + 1 });
     const { viaObjects, viaDirect, scannedLines } = both(items);
-    expect(scannedLines).toBe(11); // not: nesting, the lone surrogate's escape, the array
-    expect(viaDirect.length).toBe(10);
+    expect(scannedLines).toBe(12); // not: nesting, the lone surrogate's escape, the array
+    expect(viaDirect.length).toBe(11);
+    // a '?' later on the line (or in the chunk) is not the request's query
+    const pathOnly = viaDirect.find((r) => r.attributes['url.path'] === '/no/query/here')!;
+    expect(pathOnly.attributes).not.toHaveProperty(['url.query']);
     const queryOnly = viaDirect.find((r) => r.attributes['url.query'] === 'only=query')!;
     expect(queryOnly.attributes['url.path']).toBe('');
     expect(viaDirect.find((r) => r.attributes['url.path'] === '/path/only')!.attributes['url.query']).toBe('');

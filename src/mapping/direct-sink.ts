@@ -61,9 +61,12 @@ export class DirectSink implements AttributeSink {
     if (!(f instanceof FlatJsonLine) || (this.wanted !== undefined && (this.wanted.has(ATTR_URL_PATH) || this.wanted.has(ATTR_URL_QUERY)))) return false;
     const start = f.starts[i]!;
     const end = f.ends[i]!;
-    // '?' is ASCII: it never occurs inside a multi-byte UTF-8 sequence
-    let q = f.buf.indexOf(0x3f, start);
-    if (q >= end) q = -1;
+    // '?' is ASCII: it never occurs inside a multi-byte UTF-8 sequence. Searched within the
+    // value only (Buffer.indexOf would go on through the rest of the chunk when it has none).
+    const buf = f.buf;
+    let q = start;
+    while (q < end && buf[q] !== 0x3f) q++;
+    if (q === end) q = -1;
     this.out.rangeAttr(ATTR_URL_PATH, f, start, q === -1 ? end : q);
     if (q !== -1) this.out.rangeAttr(ATTR_URL_QUERY, f, q + 1, end);
     return true;
