@@ -20,6 +20,19 @@ export function readVmRssKb(pid: number): number {
   }
 }
 
+/**
+ * CPU-seconds the process has used so far (user + system of all its threads, `/proc/<pid>/stat`
+ * in clock ticks of 1/100 s, what Linux gives user space); undefined once it is gone.
+ */
+export function readCpuSeconds(pid: number): number | undefined {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The daemon's /metrics text on `port`; undefined while it does not serve yet. */
 export async function metricsText(port: number): Promise<string | undefined> {
   try {

@@ -34,7 +34,7 @@ import { pathToFileURL } from 'node:url';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import type { AddressInfo } from 'node:net';
-import { freePort, readVmRssKb, exportedSoFar } from './daemon-probes.js';
+import { freePort, readVmRssKb, readCpuSeconds, exportedSoFar } from './daemon-probes.js';
 import { generateCorpus, generateBigObject, makeWorld, Rng, CORPUS_SEED, REPO_ROOT, type CorpusSummary, type BigObjectSummary } from './corpus.js';
 
 const BENCH_DIR = path.join(REPO_ROOT, 'scripts', 'bench');
@@ -644,6 +644,8 @@ interface TenantsResult {
   /** Median VmRSS of the samples taken in the last seconds of the idle time. */
   settledRssMb: number;
   cpuSeconds: number;
+  /** CPU of the idle time after the first 5 s of it (the idle collection's), in % of a core. */
+  idleCpuPercent: number;
   ok: boolean;
   problem?: string;
 }
@@ -668,6 +670,7 @@ async function runTenants(workDir: string, sourceDir: string, eventsPerTenant: n
   let problem: string | undefined;
   let secondsToExported = NaN;
   const samples: number[] = [];
+  let idleCpuPercent = NaN;
   const started = Date.now();
   const l = launch(cli, ['run', '--config', config]);
   const r = await runChild(l.args, l.env, (child) => {
@@ -684,11 +687,17 @@ async function runTenants(workDir: string, sourceDir: string, eventsPerTenant: n
       } else {
         secondsToExported = (Date.now() - started) / 1000;
         const idleUntil = Date.now() + TENANT_IDLE_SECONDS * 1000;
+        // the idle CPU: from 5 s into the idle time (after the idle collection) to its end
+        let idleFrom: { at: number; cpu: number } | undefined;
         while (Date.now() < idleUntil && child.exitCode === null) {
           await new Promise((res) => setTimeout(res, 500));
+          const cpu = child.pid !== undefined ? readCpuSeconds(child.pid) : undefined;
+          if (idleFrom === undefined && cpu !== undefined && idleUntil - Date.now() < (TENANT_IDLE_SECONDS - 5) * 1000) idleFrom = { at: Date.now(), cpu };
           // the last few seconds of the idle time: the settled figure
           if (idleUntil - Date.now() < 3000 && child.pid !== undefined) samples.push(readVmRssKb(child.pid));
         }
+        const cpuNow = child.pid !== undefined ? readCpuSeconds(child.pid) : undefined;
+        if (idleFrom !== undefined && cpuNow !== undefined && Date.now() > idleFrom.at) idleCpuPercent = ((cpuNow - idleFrom.cpu) / ((Date.now() - idleFrom.at) / 1000)) * 100;
       }
       child.kill('SIGTERM');
     })();
@@ -706,6 +715,7 @@ async function runTenants(workDir: string, sourceDir: string, eventsPerTenant: n
     peakRssMb: r.peakRssBytes / 1e6,
     settledRssMb: settled.length ? (median(settled) * 1024) / 1e6 : NaN,
     cpuSeconds: r.cpuSeconds,
+    idleCpuPercent,
     ok,
     ...(problem ? { problem } : {}),
   };
@@ -1015,7 +1025,7 @@ async function main(): Promise<number> {
         const events = withData ? small.events : 0;
         progress(`${cli === CLI ? 'ours' : 'baseline'}: daemon with ${n} tenant(s), ${withData ? `${num(small.events)} events (${small.objects} objects) each, then` : 'no data,'} idle ${TENANT_IDLE_SECONDS} s`);
         const r = await runTenants(workDir, withData ? small.dir : emptyDir, events, n, endpoint, cli);
-        progress(`  ${n} tenant(s): exported in ${num(r.secondsToExported, 1)} s, peak RSS ${num(r.peakRssMb)} MB, settled ${num(r.settledRssMb)} MB, CPU ${num(r.cpuSeconds, 2)} s${r.ok ? '' : `  CHECK FAILED: ${r.problem}`}`);
+        progress(`  ${n} tenant(s): exported in ${num(r.secondsToExported, 1)} s, peak RSS ${num(r.peakRssMb)} MB, settled ${num(r.settledRssMb)} MB, CPU ${num(r.cpuSeconds, 2)} s, idle CPU ${num(r.idleCpuPercent, 2)} % of a core${r.ok ? '' : `  CHECK FAILED: ${r.problem}`}`);
         results.push(r);
         if (!r.ok) failures.push(`tenants ${n}: ${r.problem}`);
       }
@@ -1023,9 +1033,9 @@ async function main(): Promise<number> {
       out.push(`tenants: the daemon (not --once), each tenant a directory source and an otlp destination; idle: an empty directory; after data: ${num(small.events)} events in ${small.objects} objects (every event type) each, then idle ${TENANT_IDLE_SECONDS} s`);
       out.push(
         table(
-          ['build', 'load', 'tenants', 'events', 'exported after s', 'CPU s', 'peak RSS MB', 'settled RSS MB'],
-          results.map((r) => [r.build, r.load, String(r.tenants), num(r.events), num(r.secondsToExported, 1), num(r.cpuSeconds, 2), num(r.peakRssMb), num(r.settledRssMb)]),
-          [false, false, true, true, true, true, true, true],
+          ['build', 'load', 'tenants', 'events', 'exported after s', 'CPU s', 'idle CPU % of a core', 'peak RSS MB', 'settled RSS MB'],
+          results.map((r) => [r.build, r.load, String(r.tenants), num(r.events), num(r.secondsToExported, 1), num(r.cpuSeconds, 2), num(r.idleCpuPercent, 2), num(r.peakRssMb), num(r.settledRssMb)]),
+          [false, false, true, true, true, true, true, true, true],
         ),
       );
       const perTenant: Record<string, { settledMb: number; peakMb: number }> = {};

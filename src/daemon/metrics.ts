@@ -14,6 +14,7 @@
 import type { EnrichmentMetrics, PipelineMetrics } from '../core/metrics.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type LabelValues } from 'prom-client';
 import type { WorkerHeap, WorkerHeaps } from '../pipeline/encode-messages.js';
+import { PROM_CLIENT_EVENT_LOOP_SAMPLE_MS, replaceEventLoopDelayMetrics } from './event-loop-delay-metrics.js';
 
 /** Labels whose values come from the data. */
 export const DATA_LABELS = ['event_type', 'attribute', 'reason'] as const;
@@ -221,7 +222,9 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
   enableDefaultMetrics(): void {
     if (this.defaultsOn) return;
     this.defaultsOn = true;
-    collectDefaultMetrics({ register: this.registry });
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: PROM_CLIENT_EVENT_LOOP_SAMPLE_MS });
+    // (prom-client's sampler wakes the main thread every 10 ms by default and reports its period as delay)
+    replaceEventLoopDelayMetrics(this.registry);
   }
 }
 

@@ -1,0 +1,68 @@
+/**
+ * `nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds`: the main thread's event loop
+ * delay, sampled every EVENT_LOOP_SAMPLE_MS, in place of prom-client's own.
+ *
+ * prom-client samples with `monitorEventLoopDelay` every 10 ms by default: a timer that wakes the
+ * main thread 100 times a second whatever the daemon does (an idle daemon with one tenant used
+ * 0.9 % of a core, 0.4 % with this: docs/performance.md). What it reports is the interval between
+ * two samples, its period included (about 10 ms when nothing is late), and since it is reset at
+ * every scrape, the first interval after a scrape is not counted (a block then goes unseen).
+ * Here a timer of 100 ms records by how much each of its runs came late: about 0 when the loop
+ * is free, the length of a block less the time to the next sample when it was blocked. A block
+ * longer than the period always shows; a shorter one when it holds up a sample.
+ *
+ * prom-client's sampler is left running at a 1 s period (collectDefaultMetrics has no way to
+ * leave it out) and its gauges are replaced in the registry by these, under the same names.
+ */
+import { createHistogram, performance } from 'node:perf_hooks';
+import { Gauge, type Registry } from 'prom-client';
+
+/** How often the event loop's delay is sampled. */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+/** The period given to prom-client's own sampler, whose figures are not exported. */
+export const PROM_CLIENT_EVENT_LOOP_SAMPLE_MS = 1000;
+
+const STATS = [
+  ['min', 'The minimum recorded event loop delay.'],
+  ['max', 'The maximum recorded event loop delay.'],
+  ['mean', 'The mean of the recorded event loop delays.'],
+  ['stddev', 'The standard deviation of the recorded event loop delays.'],
+  ['p50', 'The 50th percentile of the recorded event loop delays.'],
+  ['p90', 'The 90th percentile of the recorded event loop delays.'],
+  ['p99', 'The 99th percentile of the recorded event loop delays.'],
+] as const;
+
+/**
+ * Replaces prom-client's event loop delay gauges in `registry` (collectDefaultMetrics must have
+ * registered them) with gauges fed by a sampler of EVENT_LOOP_SAMPLE_MS. Each scrape reports
+ * the samples since the one before.
+ */
+export function replaceEventLoopDelayMetrics(registry: Registry): void {
+  // delays in nanoseconds (a histogram records integers of at least 1)
+  const histogram = createHistogram();
+  let previous = performance.now();
+  const sampler = setInterval(() => {
+    const now = performance.now();
+    histogram.record(Math.max(1, Math.round((now - previous - EVENT_LOOP_SAMPLE_MS) * 1e6)));
+    previous = now;
+  }, EVENT_LOOP_SAMPLE_MS);
+  sampler.unref();
+  const delaySeconds = (ns: number): number => (ns <= 1 ? 0 : ns / 1e9);
+  const gauges = new Map<string, Gauge>();
+  for (const [stat, help] of STATS) {
+    const name = `nodejs_eventloop_lag_${stat}_seconds`;
+    registry.removeSingleMetric(name);
+    gauges.set(stat, new Gauge({ name, help: `${help} Sampled every ${EVENT_LOOP_SAMPLE_MS} ms.`, registers: [registry], ...(stat === 'min' ? { collect: () => collect() } : {}) }));
+  }
+  const collect = (): void => {
+    if (histogram.count === 0) return; // nothing sampled since the last scrape: the figures stay
+    gauges.get('min')!.set(delaySeconds(histogram.min));
+    gauges.get('max')!.set(delaySeconds(histogram.max));
+    gauges.get('mean')!.set(delaySeconds(histogram.mean));
+    gauges.get('stddev')!.set(histogram.stddev / 1e9);
+    gauges.get('p50')!.set(delaySeconds(histogram.percentile(50)));
+    gauges.get('p90')!.set(delaySeconds(histogram.percentile(90)));
+    gauges.get('p99')!.set(delaySeconds(histogram.percentile(99)));
+    histogram.reset();
+  };
+}
