@@ -203,7 +203,7 @@ export class TenantRuntime {
     await disposeAll(this.destinations, this.sources, this.deliveryAbort.signal.aborted ? 50 : DESTINATION_SHUTDOWN_MS);
   }
 
-  /** Seconds since the checkpoint file was last written by this instance (undefined before its first save). */
+  /** Seconds since the checkpoint file last matched the state: written by this instance, or found unchanged by a poll (undefined before its first save). */
   checkpointAgeSeconds(now = Date.now()): number | undefined {
     const at = this.checkpoints?.store.lastSavedAtMs ?? 0;
     return at > 0 ? Math.max(0, (now - at) / 1000) : undefined;

@@ -41,6 +41,15 @@ export class CheckpointSaver {
       }, this.intervalMs);
   }
 
+  /**
+   * A poll found nothing to change: no save (the file holds the state), but the checkpoint's age
+   * counts from now, as after a save. Nothing while a save is pending, running or failed.
+   */
+  unchanged(): void {
+    if (this.saving || this.timer || this.lastError) return;
+    this.store.confirmCurrent();
+  }
+
   private start(): void {
     this.again = false;
     this.saving = (async () => {

@@ -123,9 +123,17 @@ export class CheckpointStore {
     return this.dirty;
   }
 
-  /** Milliseconds since the last successful save (0 before the first). */
+  /** When the file last matched the state: its last successful save, or since confirmed (0 before the first). */
   get lastSavedAtMs(): number {
     return this.lastSavedAt;
+  }
+
+  /**
+   * The state was looked at and found as the file holds it (nothing dirty): the file is as good
+   * as saved now, for the checkpoint's age. Does nothing while something is unsaved.
+   */
+  confirmCurrent(): void {
+    if (!this.dirty && this.lastSavedAt > 0) this.lastSavedAt = Date.now();
   }
 
   /** Write the file if anything changed. Throws when the write failed; the old file is intact. */

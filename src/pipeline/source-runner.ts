@@ -82,8 +82,13 @@ export class SourceRunner {
 
   /** One listing and everything in it; returns the number of objects listed. */
   private async drainOnce(readSignal: AbortSignal): Promise<number> {
+    // a listing may prune or move the source's state; one that changed nothing needs no save
+    // (an idle tenant's poll wrote the file, two fsyncs, every time)
+    const before = JSON.stringify(this.checkpoint);
     const objects = await this.source.pending(this.checkpoint, readSignal);
-    this.ctx.checkpoints.changed(); // listing may have pruned the state
+    // (the first poll of the process writes it all the same: the file exists, its age is known)
+    if (JSON.stringify(this.checkpoint) !== before || this.ctx.checkpoints.store.lastSavedAtMs === 0) this.ctx.checkpoints.changed();
+    else this.ctx.checkpoints.unchanged();
     this.telemetry.objectsListed(objects);
     const ahead = Math.max(1, this.source.readConcurrency ?? 1);
     const opened = new Map<number, ObjectBytes>();

@@ -1,0 +1,79 @@
+/**
+ * A poll that finds nothing new does not write the checkpoint file (it wrote it, with two
+ * fsyncs, after every poll), while tao_checkpoint_age_seconds still counts from the last poll
+ * that found the state as the file holds it (src/pipeline/source-runner.ts, checkpoint-saver.ts).
+ */
+import { describe, it, expect, afterEach } from 'vitest';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
+import { metricValue, startDaemon, waitFor, type DaemonProcess } from './support/daemon-process.js';
+import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
+
+let receiver: OtlpReceiver | undefined;
+let daemon: DaemonProcess | undefined;
+afterEach(async () => {
+  if (daemon && daemon.child.exitCode === null) {
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+  }
+  await receiver?.close();
+  daemon = undefined;
+  receiver = undefined;
+});
+
+describe('checkpoint on idle polls', () => {
+  it('an idle poll leaves the file as it is; the checkpoint age counts from the last poll; new data is saved', async () => {
+    receiver = await startOtlpReceiver();
+    const work = tempDir();
+    const logs = join(work, 'logs');
+    const tree = writeFixtureTree(logs, 2, 50);
+    const config = join(work, 'config.yaml');
+    writeFileSync(
+      config,
+      [
+        `state: { dir: ${JSON.stringify(join(work, 'state'))} }`,
+        'tenants:',
+        '  - id: acme',
+        `    sources: [ { type: directory, path: ${JSON.stringify(logs)}, pollInterval: 200ms } ]`,
+        `    destinations: [ { type: otlp, endpoint: ${JSON.stringify(receiver.url)} } ]`,
+      ].join('\n'),
+    );
+    daemon = await startDaemon(['--config', config]);
+    const d = daemon;
+    await waitFor('every record exported', () => receiver!.records().length >= tree.records.length || undefined, 60_000, 100);
+    const lastPoll = async (): Promise<number> => {
+      const body = JSON.parse((await d.get('/readyz')).body) as { tenants: Record<string, { sources: Array<{ lastSuccess: string | null }> }> };
+      return Date.parse(body.tenants.acme!.sources[0]!.lastSuccess ?? '') || 0;
+    };
+    // a poll that completed after the export (the saves of the acknowledgements are behind it)
+    const exportedAt = Date.now();
+    let seen = await waitFor('a poll after the export', async () => {
+      const at = await lastPoll();
+      return at > exportedAt ? at : undefined;
+    });
+    const file = join(work, 'state', 'acme', 'checkpoints.json');
+    const before = { ino: statSync(file).ino, mtimeMs: statSync(file).mtimeMs, text: readFileSync(file, 'utf8') };
+    expect(JSON.parse(before.text).sources).toBeDefined();
+    // three polls more, none of them with anything new
+    for (let i = 0; i < 3; i++) {
+      const prev = seen;
+      seen = await waitFor(`idle poll ${i + 1}`, async () => {
+        const at = await lastPoll();
+        return at > prev ? at : undefined;
+      });
+    }
+    const after = statSync(file);
+    expect({ ino: after.ino, mtimeMs: after.mtimeMs, text: readFileSync(file, 'utf8') }).toEqual(before);
+    // the age counts from the polls: seconds, not the time since the file was written
+    const age = metricValue((await d.get('/metrics')).body, 'tao_checkpoint_age_seconds', { tenant: 'acme' });
+    expect(age).toBeDefined();
+    expect(age!).toBeLessThan((Date.now() - after.mtimeMs) / 1000);
+
+    // new data: read, exported and saved as before
+    const more = writeFixtureTree(logs, 1, 20, 10_000, 'later');
+    await waitFor('the new records exported', () => receiver!.records().length >= tree.records.length + more.records.length || undefined, 60_000, 100);
+    await waitFor('the checkpoint saved with the new object', () => (more.files.every((k) => readFileSync(file, 'utf8').includes(k)) ? true : undefined), 30_000, 100);
+    expect(statSync(file).ino).not.toBe(before.ino);
+  }, 120_000);
+});
