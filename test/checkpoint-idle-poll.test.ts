@@ -4,11 +4,12 @@
  * that found the state as the file holds it (src/pipeline/source-runner.ts, checkpoint-saver.ts).
  */
 import { describe, it, expect, afterEach } from 'vitest';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { metricValue, startDaemon, waitFor, type DaemonProcess } from './support/daemon-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
+import { writeDirectoryTenantConfig } from './support/config-files.js';
 
 let receiver: OtlpReceiver | undefined;
 let daemon: DaemonProcess | undefined;
@@ -28,17 +29,7 @@ describe('checkpoint on idle polls', () => {
     const work = tempDir();
     const logs = join(work, 'logs');
     const tree = writeFixtureTree(logs, 2, 50);
-    const config = join(work, 'config.yaml');
-    writeFileSync(
-      config,
-      [
-        `state: { dir: ${JSON.stringify(join(work, 'state'))} }`,
-        'tenants:',
-        '  - id: acme',
-        `    sources: [ { type: directory, path: ${JSON.stringify(logs)}, pollInterval: 200ms } ]`,
-        `    destinations: [ { type: otlp, endpoint: ${JSON.stringify(receiver.url)} } ]`,
-      ].join('\n'),
-    );
+    const config = writeDirectoryTenantConfig(work, [{ type: 'otlp', endpoint: receiver.url }], undefined, { pollInterval: '200ms' });
     daemon = await startDaemon(['--config', config]);
     const d = daemon;
     await waitFor('every record exported', () => receiver!.records().length >= tree.records.length || undefined, 60_000, 100);

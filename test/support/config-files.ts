@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export function writeDirectoryTenantConfig(work: string, destinations: Array<Record<string, unknown>>, pipeline = 'batchSize: 100, maxInFlightBatches: 2'): string {
+export function writeDirectoryTenantConfig(work: string, destinations: Array<Record<string, unknown>>, pipeline = 'batchSize: 100, maxInFlightBatches: 2', sourceSettings: Record<string, unknown> = {}): string {
   const file = join(work, 'config.yaml');
   writeFileSync(
     file,
@@ -11,7 +11,7 @@ export function writeDirectoryTenantConfig(work: string, destinations: Array<Rec
       `pipeline: { ${pipeline} }`,
       'tenants:',
       '  - id: acme',
-      `    sources: [ { type: directory, path: ${JSON.stringify(join(work, 'logs'))} } ]`,
+      `    sources: [ ${JSON.stringify({ type: 'directory', path: join(work, 'logs'), ...sourceSettings })} ]`,
       `    destinations: ${JSON.stringify(destinations)}`,
     ].join('\n'),
   );
