@@ -7,17 +7,14 @@ import { describe, it, expect, afterEach } from 'vitest';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
-import { metricValue, startDaemon, waitFor, type DaemonProcess } from './support/daemon-process.js';
+import { metricValue, startDaemon, waitFor, stopDaemon, type DaemonProcess } from './support/daemon-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 import { writeDirectoryTenantConfig } from './support/config-files.js';
 
 let receiver: OtlpReceiver | undefined;
 let daemon: DaemonProcess | undefined;
 afterEach(async () => {
-  if (daemon && daemon.child.exitCode === null) {
-    daemon.child.kill('SIGTERM');
-    await daemon.exited;
-  }
+  await stopDaemon(daemon);
   await receiver?.close();
   daemon = undefined;
   receiver = undefined;

@@ -8,7 +8,7 @@ import { describe, it, expect, afterEach } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
-import { startDaemon, waitFor, type DaemonProcess } from './support/daemon-process.js';
+import { startDaemon, waitFor, stopDaemon, type DaemonProcess } from './support/daemon-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 import { writeDirectoryTenantConfig } from './support/config-files.js';
 import { REPO_ROOT } from './support/cli-process.js';
@@ -16,10 +16,7 @@ import { REPO_ROOT } from './support/cli-process.js';
 let receiver: OtlpReceiver | undefined;
 let daemon: DaemonProcess | undefined;
 afterEach(async () => {
-  if (daemon && daemon.child.exitCode === null) {
-    daemon.child.kill('SIGTERM');
-    await daemon.exited;
-  }
+  await stopDaemon(daemon);
   await receiver?.close();
   daemon = undefined;
   receiver = undefined;

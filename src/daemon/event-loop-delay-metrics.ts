@@ -14,7 +14,7 @@
  * prom-client's sampler is left running at a 1 s period (collectDefaultMetrics has no way to
  * leave it out) and its gauges are replaced in the registry by these, under the same names.
  */
-import { createHistogram, performance } from 'node:perf_hooks';
+import { createHistogram, performance, type RecordableHistogram } from 'node:perf_hooks';
 import { Gauge, type Registry } from 'prom-client';
 
 /** How often the event loop's delay is sampled. */
@@ -22,15 +22,16 @@ export const EVENT_LOOP_SAMPLE_MS = 100;
 /** The period given to prom-client's own sampler, whose figures are not exported. */
 export const PROM_CLIENT_EVENT_LOOP_SAMPLE_MS = 1000;
 
-const STATS = [
-  ['min', 'The minimum recorded event loop delay.'],
-  ['max', 'The maximum recorded event loop delay.'],
-  ['mean', 'The mean of the recorded event loop delays.'],
-  ['stddev', 'The standard deviation of the recorded event loop delays.'],
-  ['p50', 'The 50th percentile of the recorded event loop delays.'],
-  ['p90', 'The 90th percentile of the recorded event loop delays.'],
-  ['p99', 'The 99th percentile of the recorded event loop delays.'],
-] as const;
+/** Each exported statistic: its name, its help, and how it reads the histogram of delays (ns). */
+const STATS: ReadonlyArray<readonly [string, string, (h: RecordableHistogram) => number]> = [
+  ['min', 'The minimum recorded event loop delay.', (h) => h.min],
+  ['max', 'The maximum recorded event loop delay.', (h) => h.max],
+  ['mean', 'The mean of the recorded event loop delays.', (h) => h.mean],
+  ['stddev', 'The standard deviation of the recorded event loop delays.', (h) => h.stddev],
+  ['p50', 'The 50th percentile of the recorded event loop delays.', (h) => h.percentile(50)],
+  ['p90', 'The 90th percentile of the recorded event loop delays.', (h) => h.percentile(90)],
+  ['p99', 'The 99th percentile of the recorded event loop delays.', (h) => h.percentile(99)],
+];
 
 /**
  * Replaces prom-client's event loop delay gauges in `registry` (collectDefaultMetrics must have
@@ -47,22 +48,17 @@ export function replaceEventLoopDelayMetrics(registry: Registry): void {
     previous = now;
   }, EVENT_LOOP_SAMPLE_MS);
   sampler.unref();
-  const delaySeconds = (ns: number): number => (ns <= 1 ? 0 : ns / 1e9);
-  const gauges = new Map<string, Gauge>();
-  for (const [stat, help] of STATS) {
-    const name = `nodejs_eventloop_lag_${stat}_seconds`;
-    registry.removeSingleMetric(name);
-    gauges.set(stat, new Gauge({ name, help: `${help} Sampled every ${EVENT_LOOP_SAMPLE_MS} ms.`, registers: [registry], ...(stat === 'min' ? { collect: () => collect() } : {}) }));
-  }
-  const collect = (): void => {
+  // (a sample of 1 ns is one that came on time)
+  const seconds = (ns: number): number => (ns <= 1 ? 0 : ns / 1e9);
+  // prom-client collects each metric before reading it: the first one reads the histogram for all
+  const collectAll = (): void => {
     if (histogram.count === 0) return; // nothing sampled since the last scrape: the figures stay
-    gauges.get('min')!.set(delaySeconds(histogram.min));
-    gauges.get('max')!.set(delaySeconds(histogram.max));
-    gauges.get('mean')!.set(delaySeconds(histogram.mean));
-    gauges.get('stddev')!.set(histogram.stddev / 1e9);
-    gauges.get('p50')!.set(delaySeconds(histogram.percentile(50)));
-    gauges.get('p90')!.set(delaySeconds(histogram.percentile(90)));
-    gauges.get('p99')!.set(delaySeconds(histogram.percentile(99)));
+    for (const { gauge, read } of gauges) gauge.set(seconds(read(histogram)));
     histogram.reset();
   };
+  const gauges = STATS.map(([stat, help, read], i) => {
+    const name = `nodejs_eventloop_lag_${stat}_seconds`;
+    registry.removeSingleMetric(name);
+    return { gauge: new Gauge({ name, help: `${help} Sampled every ${EVENT_LOOP_SAMPLE_MS} ms.`, registers: [registry], ...(i === 0 ? { collect: collectAll } : {}) }), read };
+  });
 }

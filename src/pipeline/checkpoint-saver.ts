@@ -43,9 +43,11 @@ export class CheckpointSaver {
 
   /**
    * A poll found nothing to change: no save (the file holds the state), but the checkpoint's age
-   * counts from now, as after a save. Nothing while a save is pending, running or failed.
+   * counts from now, as after a save. Nothing while a save is pending, running or failed; before
+   * the process's first save, a save all the same (the file exists, its age is known).
    */
   unchanged(): void {
+    if (this.store.lastSavedAtMs === 0) return this.changed();
     if (this.saving || this.timer || this.lastError) return;
     this.store.confirmCurrent();
   }

@@ -86,8 +86,7 @@ export class SourceRunner {
     // (an idle tenant's poll wrote the file, two fsyncs, every time)
     const before = JSON.stringify(this.checkpoint);
     const objects = await this.source.pending(this.checkpoint, readSignal);
-    // (the first poll of the process writes it all the same: the file exists, its age is known)
-    if (JSON.stringify(this.checkpoint) !== before || this.ctx.checkpoints.store.lastSavedAtMs === 0) this.ctx.checkpoints.changed();
+    if (JSON.stringify(this.checkpoint) !== before) this.ctx.checkpoints.changed();
     else this.ctx.checkpoints.unchanged();
     this.telemetry.objectsListed(objects);
     const ahead = Math.max(1, this.source.readConcurrency ?? 1);

@@ -62,6 +62,13 @@ export async function startDaemon(args: string[], options: { env?: Record<string
   return { ...proc, url, get: (path) => httpGet(url + path), logs, waitForLog };
 }
 
+/** Stops a daemon that is still running (SIGTERM) and waits for it to exit; nothing for one that is gone or was never started. */
+export async function stopDaemon(daemon: DaemonProcess | undefined): Promise<void> {
+  if (!daemon || daemon.child.exitCode !== null) return;
+  daemon.child.kill('SIGTERM');
+  await daemon.exited;
+}
+
 /** The value of one sample in Prometheus text (undefined when absent). */
 export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   for (const line of text.split('\n')) {
