@@ -6,18 +6,16 @@
  * files are reached through the visible symlinks) are skipped, and a file reachable by two
  * paths (two symlinks, a hard link) is listed once, under the first path in key order.
  *
- * It runs at every poll of every tenant's directory, so its cost is an idle daemon's: one
- * `readdir` per folder and one `stat` per entry, each a round trip to libuv's thread pool.
- * Those are issued LISTING_CONCURRENCY at a time (a handoff costs less when the main thread
- * collects several answers per wake-up: about a third of the CPU of one at a time, see
- * docs/performance.md), and asynchronously (a slow or hung mount holds up this listing, not
- * the event loop). The answers are gathered into a graph of the folders by identity
- * (device and inode, each read once however many paths lead to it) and walked afterwards in
- * key order, in memory, where the rules above are applied; so concurrency changes no result.
+ * Each folder's names are read once and kept (a FolderCache) while the folder's times say they
+ * are the same: a folder whose entries change gets a new ctime (and mtime), which no user can set
+ * back. Names are read again when the folder's times differ from those seen before the last read,
+ * or when that read came less than `settleMs` after the folder's last change (timestamps are
+ * coarser than the clock: a change in the same tick as a read would leave the times as they were).
+ * Files and folders are still `stat`ed at every listing (a file grows without its folder changing).
  */
 import { readdir, stat } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
 import { join } from 'node:path';
+import type { Stats } from 'node:fs';
 import type { Logger } from '../../core/logger.js';
 
 export interface ListedFile {
@@ -32,129 +30,141 @@ export interface ListedFile {
   mtimeMs: number;
 }
 
-/** File system operations in flight at once for one listing. */
-export const LISTING_CONCURRENCY = 16;
-
+/** A folder's entries worth a `stat`, in name order: hidden and unwanted names already left out. */
 interface Entry {
   name: string;
+  /** Known to be a regular file (a symlink or a folder may be either, once followed). */
+  file: boolean;
   symlink: boolean;
-  /** The entry's (a symlink's target's) status; null when it vanished or the link dangles. */
-  st: Stats | null;
 }
 
-/** A folder's wanted entries, in name order (filled in as its answers arrive). */
-type Folder = Entry[];
+interface Folder {
+  mtimeMs: number;
+  ctimeMs: number;
+  /** Whether the names may be used again while the times stay the same (see settleMs). */
+  reusable: boolean;
+  entries: Entry[];
+  /** The listing that last visited the folder (folders not visited are dropped). */
+  visit: number;
+}
+
+/** How long after a folder's last change its names can be trusted to be all there. */
+export const FOLDER_SETTLE_MS = 2_000;
+
+/** The names of a tree's folders between listings, by folder identity. One per listed root. */
+export class FolderCache {
+  private readonly folders = new Map<string, Folder>();
+  private visit = 0;
+  /** Of the last listing: folders whose names were read, and those whose names were reused. */
+  read = 0;
+  reused = 0;
+
+  constructor(private readonly settleMs = FOLDER_SETTLE_MS) {}
+
+  get size(): number {
+    return this.folders.size;
+  }
+
+  /** @internal the listing's bookkeeping. */
+  begin(): number {
+    this.read = 0;
+    this.reused = 0;
+    return ++this.visit;
+  }
+
+  /** @internal entries of a folder seen with these times, or undefined when they must be read. */
+  lookup(id: string, st: Stats, visit: number): Entry[] | undefined {
+    const f = this.folders.get(id);
+    if (!f || !f.reusable || f.mtimeMs !== st.mtimeMs || f.ctimeMs !== st.ctimeMs) return undefined;
+    f.visit = visit;
+    this.reused++;
+    return f.entries;
+  }
+
+  /** @internal a folder's names as read after `st` was taken, at `readAt` (clock ms). */
+  store(id: string, st: Stats, entries: Entry[], readAt: number, visit: number): void {
+    const changed = Math.max(st.mtimeMs, st.ctimeMs);
+    this.folders.set(id, { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, reusable: readAt - changed >= this.settleMs, entries, visit });
+    this.read++;
+  }
+
+  /** @internal forget the folders the listing `visit` did not reach (removed, or no longer reachable). */
+  end(visit: number): void {
+    for (const [id, f] of this.folders) if (f.visit !== visit) this.folders.delete(id);
+  }
+}
 
 const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-const idOf = (st: Stats): string => `${st.dev}:${st.ino}`;
 
 /** Regular files under `root` for which `wanted(name)` holds, in key order. */
-export async function listFiles(root: string, wanted: (name: string) => boolean, log?: Logger): Promise<ListedFile[]> {
-  const rootStat = await stat(root);
-  const folders = await readFolders(root, idOf(rootStat), wanted);
-
-  // the rules, in key order: each folder and each file once, under the first path to it
+export async function listFiles(
+  root: string,
+  wanted: (name: string) => boolean,
+  log?: Logger,
+  cache: FolderCache = new FolderCache(),
+): Promise<ListedFile[]> {
   const out: ListedFile[] = [];
   const seenFiles = new Set<string>();
-  const seenDirs = new Set<string>([idOf(rootStat)]);
-  const walk = (folder: Folder, dir: string, prefix: string): void => {
-    for (const e of folder) {
+  const seenDirs = new Set<string>();
+  const visit = cache.begin();
+
+  const entriesOf = async (dir: string, id: string, st: Stats): Promise<Entry[] | undefined> => {
+    const known = cache.lookup(id, st, visit);
+    if (known) return known;
+    let dirents;
+    try {
+      dirents = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return undefined; // removed meanwhile
+      throw err;
+    }
+    const readAt = Date.now();
+    const entries: Entry[] = [];
+    for (const e of dirents) {
+      if (e.name.startsWith('.')) continue;
+      if (!e.isFile() && !e.isDirectory() && !e.isSymbolicLink()) continue;
+      if (e.isFile() && (e.name.endsWith('.tmp') || !wanted(e.name))) continue; // (no stat for a name not read: a folder of other logs)
+      entries.push({ name: e.name, file: e.isFile(), symlink: e.isSymbolicLink() });
+    }
+    entries.sort(byName);
+    cache.store(id, st, entries, readAt, visit);
+    return entries;
+  };
+
+  const walk = async (dir: string, prefix: string, id: string, dirStat: Stats): Promise<void> => {
+    const entries = await entriesOf(dir, id, dirStat);
+    if (!entries) return;
+    for (const e of entries) {
       const full = join(dir, e.name);
       const key = prefix + e.name;
-      const st = e.st;
+      const st = await stat(full).catch(() => null); // follows symlinks
       if (!st) {
         if (e.symlink) log?.debug({ object: key }, 'dangling symlink skipped');
         continue; // removed meanwhile
       }
-      const id = idOf(st);
       if (st.isDirectory()) {
-        if (seenDirs.has(id)) {
+        const sub = `${st.dev}:${st.ino}`;
+        if (seenDirs.has(sub)) {
           if (e.symlink) log?.debug({ object: key }, 'symlinked directory already walked (a loop, or a second path to it): skipped');
           continue;
         }
-        seenDirs.add(id);
-        walk(folders.get(id) ?? [], full, `${key}/`);
+        seenDirs.add(sub);
+        await walk(full, `${key}/`, sub, st);
       } else if (st.isFile()) {
-        if (key.endsWith('.tmp') || !wanted(e.name)) continue;
-        if (seenFiles.has(id)) continue;
-        seenFiles.add(id);
+        if (!e.file && (e.name.endsWith('.tmp') || !wanted(e.name))) continue;
+        const fid = `${st.dev}:${st.ino}`;
+        if (seenFiles.has(fid)) continue;
+        seenFiles.add(fid);
         out.push({ key, full, folder: prefix, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs });
       }
     }
   };
-  walk(folders.get(idOf(rootStat)) ?? [], root, '');
+
+  const rootStat = await stat(root);
+  const rootId = `${rootStat.dev}:${rootStat.ino}`;
+  seenDirs.add(rootId);
+  await walk(root, '', rootId, rootStat);
+  cache.end(visit);
   return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-}
-
-/**
- * Every folder reachable from `root` (whose identity is `rootId`), by identity: its entries
- * that may be listed, each with its status. A folder reached again (a loop, a second symlink
- * to it) is not read again. Operations run LISTING_CONCURRENCY at a time; the first error
- * other than a vanished entry rejects (after the operations in flight have ended).
- */
-async function readFolders(root: string, rootId: string, wanted: (name: string) => boolean): Promise<Map<string, Folder>> {
-  const folders = new Map<string, Folder>();
-  const queue: Array<(() => Promise<void>) | undefined> = [];
-  let next = 0;
-
-  const readFolder = (path: string, id: string): void => {
-    const folder: Folder = [];
-    folders.set(id, folder);
-    queue.push(async () => {
-      let dirents;
-      try {
-        dirents = await readdir(path, { withFileTypes: true });
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT' || code === 'ENOTDIR') return; // removed meanwhile
-        throw err;
-      }
-      dirents.sort(byName);
-      for (const d of dirents) {
-        if (d.name.startsWith('.')) continue;
-        if (!d.isFile() && !d.isDirectory() && !d.isSymbolicLink()) continue;
-        if (d.isFile() && (d.name.endsWith('.tmp') || !wanted(d.name))) continue; // (no stat for a name not read: a folder of other logs)
-        const entry: Entry = { name: d.name, symlink: d.isSymbolicLink(), st: null };
-        folder.push(entry);
-        const full = join(path, d.name);
-        queue.push(async () => {
-          entry.st = await stat(full).catch(() => null); // follows symlinks
-          if (entry.st?.isDirectory() && !folders.has(idOf(entry.st))) readFolder(full, idOf(entry.st));
-        });
-      }
-    });
-  };
-  readFolder(root, rootId);
-
-  // workers: as many as there are tasks, up to LISTING_CONCURRENCY; each takes the next task
-  // until none is left, and more are started as tasks queue more
-  let failure: { err: unknown } | undefined;
-  let active = 0;
-  await new Promise<void>((done) => {
-    const worker = async (): Promise<void> => {
-      active++;
-      while (next < queue.length && !failure) {
-        const task = queue[next]!;
-        queue[next++] = undefined; // (what has run is not kept)
-        if (next >= 4096 && next * 2 >= queue.length) {
-          queue.splice(0, next);
-          next = 0;
-        }
-        try {
-          await task();
-        } catch (err) {
-          failure ??= { err };
-        }
-        start();
-      }
-      active--;
-      if (active === 0) done();
-    };
-    const start = (): void => {
-      while (active < LISTING_CONCURRENCY && next < queue.length && !failure) void worker();
-    };
-    start();
-  });
-  if (failure) throw failure.err;
-  return folders;
 }

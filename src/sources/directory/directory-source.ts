@@ -28,7 +28,7 @@ import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../source-c
 import type { Logger } from '../../core/logger.js';
 import { parseObjectKey } from '../../decoding/object-key.js';
 import { fileChunks } from './file-chunks.js';
-import { listFiles, type ListedFile } from './directory-listing.js';
+import { FolderCache, listFiles, type ListedFile } from './directory-listing.js';
 import { fileUidIdentity, readFileHead, type FileHead } from './file-identity.js';
 import { directorySourceId, type DirectorySourceConfig } from './config.js';
 
@@ -55,6 +55,8 @@ export class DirectorySource implements Source {
   private readonly log: Logger | undefined;
   /** Files read to their end as finished at this size (so an unreadable rest is not re-read at every poll). */
   private readonly finishedAt = new Map<string, number>();
+  /** The tree's folder names between polls (read again when a folder changes). */
+  private readonly folders = new FolderCache();
 
   constructor(
     private readonly config: DirectorySourceConfig,
@@ -84,7 +86,7 @@ export class DirectorySource implements Source {
   };
 
   async pending(checkpoint: SourceCheckpoint): Promise<SourceObject[]> {
-    const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log);
+    const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log, this.folders);
     const now = Date.now();
 
     // Bounded state: forget finished files far behind the newest partition.

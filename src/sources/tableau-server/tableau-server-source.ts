@@ -21,7 +21,7 @@ import type { SourceCheckpoint } from '../source-checkpoint.js';
 import type { Logger } from '../../core/logger.js';
 import type { LineForm } from '../../decoding/wrapped-line.js';
 import { DirectorySource } from '../directory/directory-source.js';
-import { listFiles, type ListedFile } from '../directory/directory-listing.js';
+import { FolderCache, listFiles, type ListedFile } from '../directory/directory-listing.js';
 import { defaultLogsDir, tableauServerSourceId, type TableauServerSourceConfig } from './config.js';
 import { detectLineForm } from './line-form-detection.js';
 
@@ -54,6 +54,8 @@ export class TableauServerSource implements Source {
   private readonly forms = new Map<string, LineForm>();
   /** Process folders found missing, so that it is said once (not at every poll). */
   private readonly missing = new Set<string>();
+  /** Per process folder, its folder names between polls (see FolderCache). */
+  private readonly folders = new Map<string, FolderCache>();
 
   constructor(
     private readonly config: TableauServerSourceConfig,
@@ -89,7 +91,9 @@ export class TableauServerSource implements Source {
     for (const process of this.config.processes) {
       let files: ListedFile[];
       try {
-        files = await listFiles(join(this.logsDir, process), (name) => this.wanted.test(name), this.log);
+        let folders = this.folders.get(process);
+        if (!folders) this.folders.set(process, (folders = new FolderCache()));
+        files = await listFiles(join(this.logsDir, process), (name) => this.wanted.test(name), this.log, folders);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
