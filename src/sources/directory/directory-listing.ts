@@ -94,7 +94,7 @@ export class FolderCache {
   }
 }
 
-const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const inOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Regular files under `root` for which `wanted(name)` holds, in key order. */
 export async function listFiles(
@@ -107,6 +107,8 @@ export async function listFiles(
   const seenFiles = new Set<string>();
   const seenDirs = new Set<string>();
   const visit = cache.begin();
+  /** Names never read: files being written (`*.tmp`) and files the source does not want. */
+  const ignored = (name: string): boolean => name.endsWith('.tmp') || !wanted(name);
 
   const entriesOf = async (dir: string, id: string, st: Stats): Promise<Entry[] | undefined> => {
     const known = cache.lookup(id, st, visit);
@@ -124,10 +126,10 @@ export async function listFiles(
     for (const e of dirents) {
       if (e.name.startsWith('.')) continue;
       if (!e.isFile() && !e.isDirectory() && !e.isSymbolicLink()) continue;
-      if (e.isFile() && (e.name.endsWith('.tmp') || !wanted(e.name))) continue; // (no stat for a name not read: a folder of other logs)
+      if (e.isFile() && ignored(e.name)) continue; // (no stat for a name not read: a folder of other logs)
       entries.push({ name: e.name, file: e.isFile(), symlink: e.isSymbolicLink() });
     }
-    entries.sort(byName);
+    entries.sort((a, b) => inOrder(a.name, b.name));
     cache.store(id, st, entries, readAt, visit);
     return entries;
   };
@@ -152,7 +154,7 @@ export async function listFiles(
         seenDirs.add(sub);
         await walk(full, `${key}/`, sub, st);
       } else if (st.isFile()) {
-        if (!e.file && (e.name.endsWith('.tmp') || !wanted(e.name))) continue;
+        if (!e.file && ignored(e.name)) continue;
         const fid = `${st.dev}:${st.ino}`;
         if (seenFiles.has(fid)) continue;
         seenFiles.add(fid);
@@ -166,5 +168,5 @@ export async function listFiles(
   seenDirs.add(rootId);
   await walk(root, '', rootId, rootStat);
   cache.end(visit);
-  return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return out.sort((a, b) => inOrder(a.key, b.key));
 }
