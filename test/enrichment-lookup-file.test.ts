@@ -95,6 +95,33 @@ describe('lookup file formats', () => {
     ]);
   });
 
+  it('NDJSON site roles as an object: kept as they are when clean, trimmed and filtered when not', async () => {
+    const users = [
+      { id: 'u1', siteRoles: { [SITE_A]: 'Creator', [SITE_B]: 'Viewer' } },
+      { id: 'u2', siteRoles: { [` ${SITE_A}`]: ' Explorer ' } },
+      { id: 'u3', siteRoles: { [SITE_A]: 'Creator', [SITE_B]: '' } },
+      { id: 'u4', siteRoles: { [SITE_A]: 7, [SITE_B]: 'Viewer' } },
+      { id: 'u5', siteRoles: {} },
+      { id: 'u6', siteRoles: { [SITE_A]: '   ' } },
+      { id: 'u7', siteRoles: { [SITE_A]: null }, siteId: SITE_B, siteRole: 'Viewer' },
+    ]
+      .map((u) => JSON.stringify(u))
+      .join('\n');
+    const p = await parseLookupFile('users', 'users.ndjson', users, 'ndjson', 100);
+    expect(itemsOf(p)).toEqual([
+      { id: 'u1', siteRoles: { [SITE_A]: 'Creator', [SITE_B]: 'Viewer' } },
+      { id: 'u2', siteRoles: { [SITE_A]: 'Explorer' } },
+      { id: 'u3', siteRoles: { [SITE_A]: 'Creator' } },
+      { id: 'u4', siteRoles: { [SITE_A]: '7', [SITE_B]: 'Viewer' } },
+      { id: 'u7', siteRoles: { [SITE_B]: 'Viewer' } },
+    ]);
+    expect(p.entries).toBe(7);
+    // the census counts the fields with a value: siteRoles of all seven, siteId and siteRole of one
+    expect(p.census.names()).toEqual(['id', 'siteId', 'siteRole', 'siteRoles']);
+    expect(p.census.items).toBe(7);
+    expect(p.census.missing({ id: ['id'], name: ['name', 'userName'], siteRole: ['siteRoles'] })).toEqual(['name']);
+  });
+
   it('a bad line is an error naming the file and the line', async () => {
     const badJson = ['{"id":"u1"}', '{"id":"u2"}', '{"id": "u3",', '{"id":"u4"}'].join('\n');
     await expect(parseLookupFile('users', '/lookup/users.ndjson', badJson, 'ndjson', 100)).rejects.toThrow(/^\/lookup\/users\.ndjson:3: not JSON/);

@@ -78,6 +78,18 @@ function first(item: Record<string, unknown>, keys: readonly string[]): string |
   return undefined;
 }
 
+/** At least one entry, and every site and role a non-empty string without surrounding white space. */
+function cleanRoles(raw: Record<string, unknown>): boolean {
+  let any = false;
+  for (const site in raw) {
+    if (!Object.hasOwn(raw, site)) return false;
+    const role = raw[site];
+    if (typeof role !== 'string' || role === '' || role.trim() !== role || site === '' || site.trim() !== site) return false;
+    any = true;
+  }
+  return any;
+}
+
 function siteRolesOf(item: Record<string, unknown>): Record<string, string> | undefined {
   const roles: Record<string, string> = {};
   let any = false;
@@ -90,6 +102,10 @@ function siteRolesOf(item: Record<string, unknown>): Record<string, string> | un
   if (Array.isArray(raw)) {
     for (const r of raw) if (isRecord(r)) put(first(r, ROLE_SITE_KEYS), first(r, ROLE_KEYS));
   } else if (isRecord(raw)) {
+    // as a parsed line has it (every site and role a trimmed, non-empty string): that object
+    // itself, not a copy (a copy adds its site LUIDs as properties one by one, a hidden class
+    // step each: a tenth of a 200 000-user load)
+    if (cleanRoles(raw)) return raw as Record<string, string>;
     for (const [site, role] of Object.entries(raw)) put(text(site), text(role));
   } else if (typeof raw === 'string') {
     for (const part of raw.split(/[;|]/)) {
@@ -179,7 +195,10 @@ export class FieldCensus {
 
   add(item: Record<string, unknown>): void {
     this.items++;
-    for (const [k, v] of Object.entries(item)) {
+    // for…in, not Object.entries: no pair arrays per item (a tenth of a 200 000-user load)
+    for (const k in item) {
+      if (!Object.hasOwn(item, k)) continue;
+      const v = item[k];
       if (v === null || v === undefined || v === '') continue;
       const n = this.counts.get(k);
       if (n !== undefined) this.counts.set(k, n + 1);
