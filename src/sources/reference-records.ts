@@ -78,13 +78,11 @@ function first(item: Record<string, unknown>, keys: readonly string[]): string |
   return undefined;
 }
 
-/** At least one entry, and every site and role a non-empty string without surrounding white space. */
+/** At least one entry, and every site and role already what {@link text} makes of it (a trimmed, non-empty string). */
 function cleanRoles(raw: Record<string, unknown>): boolean {
   let any = false;
   for (const site in raw) {
-    if (!Object.hasOwn(raw, site)) return false;
-    const role = raw[site];
-    if (typeof role !== 'string' || role === '' || role.trim() !== role || site === '' || site.trim() !== site) return false;
+    if (!Object.hasOwn(raw, site) || text(site) !== site || text(raw[site]) !== raw[site]) return false;
     any = true;
   }
   return any;
