@@ -6,7 +6,7 @@
  * a line too long to parse within the lookup thread (which would otherwise take the process down).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -94,6 +94,36 @@ describe('loading 200 000 users and 5 000 sites from lookup files', () => {
         const n = Number(id.replace('user-', ''));
         expect(rec.attributes['user.full_name']).toBe(`Fixture User ${n}`);
         expect(rec.attributes['user.email']).toBe(`fixture${n}@acme.example`);
+        expect(rec.resource['tableau.site.name']).toBe('Finance');
+      }
+    } finally {
+      await rx.close();
+    }
+  }, 180_000);
+
+  it('the next run reads the parsed copies back from the state folder: the same names, without parsing the files', async () => {
+    const rx = await startOtlpReceiver();
+    try {
+      const first = writeFixtureTree(join(dir, 'activity-before-restart'), 2, 10);
+      const r1 = await runCli(['run', '--once', '--config', config('restart', join(dir, 'activity-before-restart'), rx.url, true)]);
+      expect(r1.code, r1.stderr.slice(-2000)).toBe(0);
+      expect(parseLogLines(r1.stderr).find((l) => l.msg === 'enrichment users loaded')).toMatchObject({ kept: 200_000 });
+      expect(parseLogLines(r1.stderr).find((l) => l.msg === 'enrichment users loaded')!.fromSavedCopy).toBeUndefined();
+      // written before the process exited
+      const saved = join(dir, 'state-restart', 'acme', 'enrichment');
+      expect(readdirSync(saved).sort()).toEqual(['sites.copy', 'users.copy']);
+      const src = join(dir, 'activity-after-restart');
+      const tree = writeFixtureTree(src, 2, 10);
+      const r2 = await runCli(['run', '--once', '--config', config('restart', src, rx.url, true)]);
+      expect(r2.code, r2.stderr.slice(-2000)).toBe(0);
+      const logs = parseLogLines(r2.stderr);
+      expect(logs.find((l) => l.msg === 'enrichment users loaded')).toMatchObject({ kept: 200_000, entries: 200_000, fromSavedCopy: true });
+      expect(logs.find((l) => l.msg === 'enrichment sites loaded')).toMatchObject({ kept: 5000, fromSavedCopy: true });
+      const records = rx.records();
+      expect(records.length).toBe(first.records.length + tree.records.length);
+      for (const rec of records.slice(first.records.length)) {
+        const n = Number((rec.attributes['user.id'] as string).replace('user-', ''));
+        expect(rec.attributes['user.full_name']).toBe(`Fixture User ${n}`);
         expect(rec.resource['tableau.site.name']).toBe('Finance');
       }
     } finally {

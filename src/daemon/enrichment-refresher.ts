@@ -24,7 +24,7 @@
  * Metrics: tao_enrichment_refreshes_total{tenant,kind,result}, tao_enrichment_entries{tenant,kind},
  * tao_enrichment_data_age_seconds{tenant,kind} (grows while refreshes fail).
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Backoff, type BackoffPolicy } from '../core/backoff.js';
 import type { Logger } from '../core/logger.js';
 import { sourceMetrics, type EnrichmentMetrics, type PipelineMetrics } from '../core/metrics.js';
@@ -71,6 +71,8 @@ export interface ReferenceLoader {
   /** The waits after a failed load; undefined: the interval. */
   readonly retry?: BackoffPolicy;
   load(signal: AbortSignal, fields: ReadonlySet<EnrichmentField>): Promise<LoadOutcome>;
+  /** Resolves once what the loader writes after a load is written (a lookup file's saved copy): stop() waits for it. */
+  settled?(): Promise<void>;
 }
 
 /** A kind's last good copy, as kept across the runtimes of one tenant (see EnrichmentCache). */
@@ -318,6 +320,8 @@ export class EnrichmentRefresher {
     this.stopped ??= (async () => {
       this.abort.abort();
       await Promise.all(this.loops);
+      // a lookup file's copy being saved is finished (a `run --once` exits after this)
+      await Promise.all(this.options.loaders.map((l) => l.settled?.()));
       await this.publishing;
       if (this.started) this.sink?.publishReferenceData(this.tenantId, undefined);
       this.sink = undefined;
@@ -449,6 +453,8 @@ export interface EnrichmentSetup {
   tcmRetry?: TcmRetrySettings;
   /** The daemon's copies of earlier runtimes of its tenants. */
   cache?: EnrichmentCache | undefined;
+  /** The tenant's state folder: lookup files' parsed copies are kept in its `enrichment/` (read back at the next start). */
+  stateDir?: string | undefined;
 }
 
 /** The refresher of a tenant's `enrichment:` block: its loaders, and an own TCM connection when one is configured. */
@@ -502,15 +508,17 @@ export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRef
         },
       });
     } else {
-      const watcher = new LookupFileWatcher(kind, resolve(setup.baseDir, spec.file), spec.format, maxItems, enrichmentFields(config));
+      const savedCopy = setup.stateDir === undefined ? undefined : { path: join(setup.stateDir, 'enrichment', `${kind}.copy`), onProblem: (problem: string) => log.warn({ kind }, `enrichment ${kind}: ${problem}`) };
+      const watcher = new LookupFileWatcher(kind, resolve(setup.baseDir, spec.file), spec.format, maxItems, enrichmentFields(config), savedCopy);
       loaders.push({
         kind,
         from: watcher.file,
         intervalMs: config.fileCheckInterval,
         load: async () => {
           const r = await watcher.check();
-          return typeof r === 'string' ? r : { copy: r.copy, entries: r.entries, census: r.census, detail: { format: watcher.format } };
+          return typeof r === 'string' ? r : { copy: r.copy, entries: r.entries, census: r.census, detail: { format: watcher.format, ...(r.fromSavedCopy ? { fromSavedCopy: true } : {}) } };
         },
+        settled: () => watcher.saved(),
       });
     }
   }

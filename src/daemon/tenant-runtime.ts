@@ -90,7 +90,7 @@ export class TenantRuntime {
     }
     if (config.enrichment) {
       try {
-        this.enrichment = createEnrichmentRefresher({ tenantId: config.id, config: config.enrichment, sourceConfigs: config.sources, sources: built.sources, baseDir: options.baseDir, env: options.env ?? process.env, log: this.log, metrics: options.metrics, cache: options.enrichmentCache });
+        this.enrichment = createEnrichmentRefresher({ tenantId: config.id, config: config.enrichment, sourceConfigs: config.sources, sources: built.sources, baseDir: options.baseDir, env: options.env ?? process.env, log: this.log, metrics: options.metrics, cache: options.enrichmentCache, stateDir: join(options.stateDir, config.id) });
       } catch (err) {
         void disposeAll(built.destinations, built.sources);
         throw err;

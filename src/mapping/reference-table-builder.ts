@@ -130,6 +130,27 @@ class EntryReader {
   }
 }
 
+/**
+ * A buffer for a section of `entryBytes` bytes of user entries read back from a saved copy
+ * (sources/lookup-copy-file.ts): growable as a builder's is (the first table is made in it, in
+ * place), and the view the entries go into; the section's `end` follows.
+ */
+export function sectionBufferFor(entryBytes: number): { buffer: SharedArrayBuffer; entries: Uint8Array; end: number } {
+  const end = blobStart() + entryBytes;
+  const buffer = growable(Math.max(GROW_STEP, end), Math.max(RESERVE, end * 2));
+  return { buffer, entries: new Uint8Array(buffer, blobStart(), entryBytes), end };
+}
+
+/** The bytes of a section's user entries (a view, not a copy: what a saved copy holds). */
+export function sectionEntries(t: TransferableUserSection): Uint8Array {
+  return new Uint8Array(t.buffer, blobStart(), t.end - blobStart());
+}
+
+/** Whether `slots` has the length a section of `count` users has (a saved copy is checked with it). */
+export function slotsFit(count: number, slots: Int32Array): boolean {
+  return slots.length === slotsFor(count) * 2;
+}
+
 /** What a section is made of, as it crosses to another thread (the buffer is shared, not copied). */
 export interface TransferableUserSection {
   buffer: SharedArrayBuffer;

@@ -31,6 +31,7 @@ import type { SiteReference } from '../mapping/reference-data.js';
 import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
 import { referenceBuilder, UserTable, type ReferenceCopy } from './reference-copy.js';
 import { UserSection, type TransferableUserSection } from '../mapping/reference-table-builder.js';
+import { readLookupCopy, saveLookupCopy, type LookupCopyIdentity } from './lookup-copy-file.js';
 
 export type LookupFormat = 'csv' | 'ndjson';
 
@@ -66,6 +67,8 @@ export interface LookupFileResult {
   entries: number;
   /** sha256 of the bytes read. */
   hash: string;
+  /** Read back from the copy saved at the last parse of the file as it is (lookup-copy-file.ts), not parsed. */
+  fromSavedCopy?: true;
 }
 
 /** Parse a lookup file given as text (tests, small files); see parseLookupStream. */
@@ -166,6 +169,13 @@ export async function parseLookupStream(kind: ReferenceKind, file: string, input
 
 export type LookupCheck = LookupFileResult | 'unchanged' | 'still-failing';
 
+/** Where a watcher keeps the copy of what it parsed (lookup-copy-file.ts), and whom it tells what went wrong with it. */
+export interface SavedCopyOptions {
+  path: string;
+  /** A copy that could not be written, or one there that could not be read (the file is parsed instead). */
+  onProblem?: (problem: string) => void;
+}
+
 /** Loads a lookup file again when it changed. */
 export class LookupFileWatcher {
   /** Size, mtime and inode of the last file looked at (loaded or failed). */
@@ -173,6 +183,10 @@ export class LookupFileWatcher {
   private hash: string | undefined;
   /** Whether the file as last looked at failed to load. */
   private failed = false;
+  /** Whether the saved copy was looked at (once: at the first look at the file). */
+  private savedLookedAt = false;
+  /** The saves so far (one at a time, in order). */
+  private saving: Promise<void> = Promise.resolve();
 
   constructor(
     readonly kind: ReferenceKind,
@@ -180,7 +194,14 @@ export class LookupFileWatcher {
     readonly format: LookupFormat,
     private readonly maxItems: number,
     private readonly fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS),
+    /** Keep a copy of each parse there and start from it when the file is as it was (a restart). */
+    private readonly savedCopy?: SavedCopyOptions,
   ) {}
+
+  /** Resolves once the copies of the parses so far are written (or failed: reported to onProblem). */
+  saved(): Promise<void> {
+    return this.saving;
+  }
 
   /**
    * `unchanged`: the file is as it was when it last loaded; `still-failing`: as it was when it
@@ -219,6 +240,16 @@ export class LookupFileWatcher {
     if (signature === 'not-a-file') throw new LookupFileError(this.file, undefined, 'not a regular file');
     if (signature.startsWith('error:')) throw new LookupFileError(this.file, undefined, `cannot read the lookup file (${signature.slice(6)})`);
     if (size > MAX_LOOKUP_FILE_BYTES) throw new LookupFileError(this.file, undefined, `larger than ${MAX_LOOKUP_FILE_BYTES} bytes`);
+    const identity: LookupCopyIdentity = { kind: this.kind, file: this.file, signature, fields: [...this.fields], maxItems: this.maxItems };
+    if (this.savedCopy && !this.savedLookedAt) {
+      this.savedLookedAt = true;
+      const back = await readLookupCopy(this.savedCopy.path, identity);
+      if ('copy' in back) {
+        this.hash = back.copy.hash;
+        return { ...back.copy, fromSavedCopy: true };
+      }
+      if (back.unused === 'unreadable') this.savedCopy.onProblem?.(`the saved copy ${this.savedCopy.path} is not used: ${back.reason}; the file is parsed`);
+    }
     // read as it streams (never whole); the hash comes with the entries
     let result: LookupFileResult;
     try {
@@ -229,10 +260,19 @@ export class LookupFileWatcher {
     }
     if (result.hash === this.hash) {
       this.failed = false; // the content of the last good copy (touched, or back to it): nothing new
+      if (this.savedCopy) this.save(identity, result); // the copy stands for the file as it is now
       return undefined;
     }
     this.hash = result.hash;
+    if (this.savedCopy) this.save(identity, result);
     return result;
+  }
+
+  private save(identity: LookupCopyIdentity, result: LookupFileResult): void {
+    const { path, onProblem } = this.savedCopy!;
+    this.saving = this.saving.then(() =>
+      saveLookupCopy(path, identity, result).catch((err: NodeJS.ErrnoException) => onProblem?.(`the copy of the parse could not be saved to ${path} (${err.code ?? err.message}); the next start parses the file`)),
+    );
   }
 }
 

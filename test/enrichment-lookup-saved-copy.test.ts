@@ -1,0 +1,228 @@
+/**
+ * A lookup file's parsed copy saved in the tenant's state folder (src/sources/lookup-copy-file.ts)
+ * and read back at the next start instead of parsing the file: used only for the file as it was
+ * parsed (path, kind, fields, limit, size / mtime / inode), checked byte for byte, and a damaged
+ * or stale one ignored (the file parsed, the copy replaced).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { tempDir } from './support/activity-fixtures.js';
+import { LookupFileWatcher, type LookupCheck } from '../src/sources/reference-lookup-file.js';
+import { ENRICHMENT_FIELDS } from '../src/sources/reference-records.js';
+import { ReferenceTable } from '../src/mapping/reference-table.js';
+import { enrichmentConfigSchema } from '../src/daemon/enrichment-config.js';
+import { createEnrichmentRefresher, type EnrichmentRefresher } from '../src/daemon/enrichment-refresher.js';
+import type { ReferenceData, ReferenceDataSink } from '../src/mapping/reference-data.js';
+
+const SITE_A = '46a64a61-5e8c-4e4a-b2e0-76740ab0d02b';
+const SITE_B = 'd85a2546-6ae7-4110-ba5f-ef5abae47d59';
+const FIELDS = new Set(ENRICHMENT_FIELDS);
+
+const dirs: string[] = [];
+const refreshers: EnrichmentRefresher[] = [];
+afterEach(async () => {
+  for (const r of refreshers.splice(0)) await r.stop();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function work(): string {
+  const d = tempDir('tao-saved-copy-');
+  dirs.push(d);
+  return d;
+}
+
+function usersText(names: string[]): string {
+  return names.map((n, i) => JSON.stringify({ id: `u${i}`, name: n, email: `${n}@example.com`, fullName: `${n} Example`, siteRoles: { [i % 2 ? SITE_A : SITE_B]: 'Viewer' } })).join('\n') + '\n';
+}
+
+function itemsOf(r: LookupCheck): unknown[] | string {
+  if (typeof r === 'string') return r;
+  return r.copy.kind === 'users' ? r.copy.users.toReferences() : [...r.copy.sites];
+}
+
+function problems(): { list: string[]; onProblem: (p: string) => void } {
+  const list: string[] = [];
+  return { list, onProblem: (p) => list.push(p) };
+}
+
+describe('a lookup file’s saved copy', () => {
+  it('a new watcher (a restart) reads the copy back: the same users, census and hash, and the file is not parsed', async () => {
+    const dir = work();
+    const file = join(dir, 'users.ndjson');
+    const copyPath = join(dir, 'state', 'enrichment', 'users.copy');
+    writeFileSync(file, usersText(['ada', 'alan', 'grace']));
+    const mtime = Math.floor(Date.now() / 1000) - 60; // whole seconds: set again exactly below
+    utimesSync(file, mtime, mtime);
+    const p = problems();
+    const first = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: p.onProblem });
+    const parsed = await first.check();
+    if (typeof parsed === 'string') throw new Error(parsed);
+    expect(parsed.fromSavedCopy).toBeUndefined();
+    await first.saved();
+    expect(statSync(copyPath).mode & 0o777).toBe(0o600);
+
+    const again = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: p.onProblem });
+    const back = await again.check();
+    if (typeof back === 'string') throw new Error(back);
+    expect(back.fromSavedCopy).toBe(true);
+    expect(itemsOf(back)).toEqual(itemsOf(parsed));
+    expect(back.entries).toBe(3);
+    expect(back.hash).toBe(parsed.hash);
+    expect(back.census.names()).toEqual(parsed.census.names());
+    expect(await again.check()).toBe('unchanged');
+    expect(p.list).toEqual([]);
+
+    // the copy read back makes a table the workers can read
+    if (back.copy.kind !== 'users') throw new Error('not users');
+    const table = new ReferenceTable(back.copy.users.section.toTable([{ id: SITE_A, name: 'Finance' }], 1));
+    expect(table.user('u1')).toMatchObject({ name: 'alan', email: 'alan@example.com', fullName: 'alan Example' });
+    expect(table.user('u1')!.roleOn(SITE_A)).toBe('Viewer');
+    expect(table.site(SITE_A)?.name).toBe('Finance');
+
+    // proof that the file was not read: the same size, inode and mtime with other bytes still give the copy
+    const st = statSync(file);
+    writeFileSync(file, usersText(['eve', 'bob', 'mal']).replace(/"u(\d)"/g, '"x$1"').slice(0, st.size).padEnd(st.size, ' '));
+    utimesSync(file, mtime, mtime);
+    expect(statSync(file).mtimeMs).toBe(st.mtimeMs);
+    expect(statSync(file).ino).toBe(st.ino);
+    const trusting = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
+    expect(itemsOf(await trusting.check())).toEqual(itemsOf(parsed));
+  });
+
+  it('a changed file is parsed and its copy replaces the old one', async () => {
+    const dir = work();
+    const file = join(dir, 'users.ndjson');
+    const copyPath = join(dir, 'users.copy');
+    writeFileSync(file, usersText(['ada']));
+    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
+    await w.check();
+    await w.saved();
+    writeFileSync(file, usersText(['ada', 'alan']));
+    utimesSync(file, new Date(), new Date(Date.now() + 5000));
+    const restarted = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
+    const changed = await restarted.check();
+    if (typeof changed === 'string') throw new Error(changed);
+    expect(changed.fromSavedCopy).toBeUndefined();
+    expect(itemsOf(changed)).toHaveLength(2);
+    await restarted.saved();
+    const next = await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath }).check();
+    expect(typeof next !== 'string' && next.fromSavedCopy).toBe(true);
+    expect(itemsOf(next)).toEqual(itemsOf(changed));
+  });
+
+  it('a copy made with other fields, another limit or of another kind is not used', async () => {
+    const dir = work();
+    const file = join(dir, 'users.ndjson');
+    const copyPath = join(dir, 'users.copy');
+    writeFileSync(file, usersText(['ada', 'alan']));
+    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
+    await w.check();
+    await w.saved();
+    const p = problems();
+    const fewer = await new LookupFileWatcher('users', file, 'ndjson', 100, new Set(['name'] as const), { path: copyPath, onProblem: p.onProblem }).check();
+    expect(typeof fewer !== 'string' && fewer.fromSavedCopy).toBeFalsy();
+    expect(itemsOf(fewer)).toEqual([{ id: 'u0', name: 'ada' }, { id: 'u1', name: 'alan' }]);
+    const tighter = new LookupFileWatcher('users', file, 'ndjson', 1, FIELDS, { path: join(dir, 'other.copy') });
+    await expect(tighter.check()).rejects.toThrow('more than 1 users');
+    const otherLimit = await new LookupFileWatcher('users', file, 'ndjson', 50, FIELDS, { path: copyPath }).check();
+    expect(typeof otherLimit !== 'string' && otherLimit.fromSavedCopy).toBeFalsy();
+    const sites = join(dir, 'users-as-sites.ndjson');
+    writeFileSync(sites, JSON.stringify({ id: SITE_A, name: 'Finance' }) + '\n');
+    const asSites = await new LookupFileWatcher('sites', sites, 'ndjson', 100, FIELDS, { path: copyPath }).check();
+    expect(itemsOf(asSites)).toEqual([{ id: SITE_A, name: 'Finance' }]);
+    // stale copies are no problem worth reporting
+    expect(p.list).toEqual([]);
+  });
+
+  it('a damaged or cut copy is reported and ignored: the file is parsed and the copy written again', async () => {
+    const dir = work();
+    const file = join(dir, 'users.ndjson');
+    const copyPath = join(dir, 'users.copy');
+    writeFileSync(file, usersText(['ada', 'alan', 'grace', 'linus']));
+    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
+    const good = await w.check();
+    await w.saved();
+    const bytes = readFileSync(copyPath);
+    const flipped = Buffer.from(bytes);
+    flipped[flipped.length - 40]! ^= 0xff;
+    writeFileSync(copyPath, flipped);
+    const p = problems();
+    const restarted = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: p.onProblem });
+    const parsed = await restarted.check();
+    expect(typeof parsed !== 'string' && parsed.fromSavedCopy).toBeFalsy();
+    expect(itemsOf(parsed)).toEqual(itemsOf(good));
+    expect(p.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (sha256); the file is parsed`]);
+    await restarted.saved();
+    expect(readFileSync(copyPath)).toEqual(bytes);
+
+    writeFileSync(copyPath, bytes.subarray(0, bytes.length - 10));
+    const q = problems();
+    const cut = await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: q.onProblem }).check();
+    expect(itemsOf(cut)).toEqual(itemsOf(good));
+    expect(q.list).toHaveLength(1);
+    expect(q.list[0]).toMatch(/bytes after the header, \d+ expected; the file is parsed$/);
+
+    writeFileSync(copyPath, 'not a copy\n');
+    const r = problems();
+    await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: r.onProblem }).check();
+    expect(r.list).toEqual([`the saved copy ${copyPath} is not used: the header is not JSON; the file is parsed`]);
+  });
+
+  it('a copy that cannot be written is reported; the load itself stands', async () => {
+    const dir = work();
+    const file = join(dir, 'sites.csv');
+    writeFileSync(file, `id,name\n${SITE_A},Finance\n`);
+    writeFileSync(join(dir, 'blocked'), 'a file where the folder would be');
+    const p = problems();
+    const w = new LookupFileWatcher('sites', file, 'csv', 100, FIELDS, { path: join(dir, 'blocked', 'sites.copy'), onProblem: p.onProblem });
+    expect(itemsOf(await w.check())).toEqual([{ id: SITE_A, name: 'Finance' }]);
+    await w.saved();
+    // (the copy could not be looked for either: the path's folder is a file)
+    expect(p.list).toEqual([expect.stringContaining('is not used: cannot open it (ENOTDIR)'), expect.stringMatching(/could not be saved to .* \(EEXIST\); the next start parses the file$/)]);
+  });
+});
+
+describe('the refresher with a state folder', () => {
+  class Sink implements ReferenceDataSink {
+    last: ReferenceData | undefined;
+    publishReferenceData(_t: string, data: ReferenceData | undefined): void {
+      this.last = data && { ...data, users: [...data.users], sites: [...data.sites] };
+    }
+  }
+
+  it('a second runtime of the tenant (a restart of the daemon) starts from the saved copies and logs so', async () => {
+    const dir = work();
+    writeFileSync(join(dir, 'users.ndjson'), usersText(['ada', 'alan']));
+    writeFileSync(join(dir, 'sites.csv'), `id,name\n${SITE_A},Finance\n${SITE_B},Risk\n`);
+    const config = enrichmentConfigSchema.parse({ users: { file: 'users.ndjson' }, sites: { file: 'sites.csv' } });
+    const runtime = async (): Promise<{ data: ReferenceData | undefined; logs: Array<Record<string, unknown>> }> => {
+      const logs: Array<Record<string, unknown>> = [];
+      const log = pino({ level: 'info' }, { write: (s: string) => void logs.push(JSON.parse(s) as Record<string, unknown>) });
+      const refresher = createEnrichmentRefresher({ tenantId: 'acme', config, sourceConfigs: [], sources: [], baseDir: dir, env: {}, log, stateDir: join(dir, 'state', 'acme') });
+      refreshers.push(refresher);
+      const sink = new Sink();
+      refresher.start(sink);
+      expect(await refresher.waitForFirstLoad(10_000, new AbortController().signal)).toBe(true);
+      const data = sink.last;
+      await refresher.stop();
+      return { data, logs };
+    };
+    const cold = await runtime();
+    expect(cold.logs.filter((l) => l.msg === 'enrichment users loaded' || l.msg === 'enrichment sites loaded').map((l) => l.fromSavedCopy)).toEqual([undefined, undefined]);
+    // stop() waited for the copies to be written (a `run --once` exits right after it)
+    expect(existsSync(join(dir, 'state', 'acme', 'enrichment', 'users.copy'))).toBe(true);
+    expect(existsSync(join(dir, 'state', 'acme', 'enrichment', 'sites.copy'))).toBe(true);
+    expect(existsSync(join(dir, 'state', 'acme', 'enrichment', 'users.copy.tmp'))).toBe(false);
+    const warm = await runtime();
+    const loaded = warm.logs.filter((l) => /^enrichment (users|sites) loaded$/.test(String(l.msg)));
+    expect(loaded.map((l) => l.fromSavedCopy)).toEqual([true, true]);
+    expect(warm.data).toMatchObject({ status: 'loaded' });
+    expect(warm.data!.users).toEqual(cold.data!.users);
+    expect(warm.data!.sites).toEqual(cold.data!.sites);
+    expect(warm.data!.users).toHaveLength(2);
+    expect(warm.data!.sites).toHaveLength(2);
+    expect(cold.logs.some((l) => l.level === 40)).toBe(false);
+    expect(warm.logs.some((l) => l.level === 40)).toBe(false);
+  });
+});
