@@ -464,9 +464,12 @@ async function runOurs(
   nodeFlags: string[] = [],
   cli: string = CLI,
   extraYaml?: string[],
+  /** A tenant state folder whose `enrichment/` (the lookup files' saved copies) the run starts with, as after a restart. */
+  savedCopiesFrom?: string,
 ): Promise<RepResult> {
   const stateDir = path.join(workDir, 'state', label);
   await fsp.rm(stateDir, { recursive: true, force: true });
+  if (savedCopiesFrom) await fsp.cp(path.join(savedCopiesFrom, 'enrichment'), path.join(stateDir, 'bench', 'enrichment'), { recursive: true });
   const config = await writeOursConfig(workDir, sourceDir, stateDir, endpoint, extraYaml);
   receiver.reset();
   const l = launch(cli, ['run', '--once', '--config', config], nodeFlags);
@@ -796,7 +799,10 @@ async function main(): Promise<number> {
       const oursPlainReps: RepResult[] = [];
       const baseReps: RepResult[] = [];
       const enrichedReps: RepResult[] = [];
+      const enrichedWarmReps: RepResult[] = [];
       const enrichmentYaml = RUN_ENRICHMENT ? await writeLookupFiles(workDir) : undefined;
+      // the copies a run saves of the parsed lookup files (read back by the runs that start with them)
+      const savedCopiesFrom = path.join(workDir, 'state', 'enrichment-load', 'bench');
       const basePlainReps: RepResult[] = [];
       const naiveQueue = corpus.events + 1;
       const check = (name: string, r: RepResult): void => {
@@ -807,6 +813,35 @@ async function main(): Promise<number> {
             (r.ok ? '' : `  CHECK FAILED: ${r.problem}`),
         );
       };
+      // what loading the lookup files costs alone (a run over an empty directory): the rest of the
+      // difference is the join on the hot path; the run leaves the copies the warm runs start with
+      let loadOnly: { wallSeconds: number; cpuSeconds: number; peakRssBytes: number } | undefined;
+      let loadOnlyWarm: { wallSeconds: number; cpuSeconds: number; peakRssBytes: number } | undefined;
+      if (enrichmentYaml) {
+        progress('ours, enrichment on, an empty directory (the load alone)');
+        const emptyDir = path.join(workDir, 'enrichment-empty');
+        await fsp.mkdir(emptyDir, { recursive: true });
+        const stateDir = path.join(workDir, 'state', 'enrichment-load');
+        await fsp.rm(stateDir, { recursive: true, force: true });
+        const config = await writeOursConfig(workDir, emptyDir, stateDir, endpoint, enrichmentYaml);
+        const r = await runChild([CLI, 'run', '--once', '--config', config]);
+        // again, the copies of the first there (a restart)
+        const warmState = path.join(workDir, 'state', 'enrichment-load-warm');
+        await fsp.rm(warmState, { recursive: true, force: true });
+        await fsp.cp(path.join(savedCopiesFrom, 'enrichment'), path.join(warmState, 'bench', 'enrichment'), { recursive: true });
+        const warm = await runChild([CLI, 'run', '--once', '--config', await writeOursConfig(workDir, emptyDir, warmState, endpoint, enrichmentYaml)]);
+        const warmFromCopies = warm.stderr.includes('"fromSavedCopy":true');
+        // the same empty run without enrichment: start-up and shutdown, which `ours` pays too
+        const bareConfig = await writeOursConfig(workDir, emptyDir, `${stateDir}-bare`, endpoint, []);
+        const bare = await runChild([CLI, 'run', '--once', '--config', bareConfig]);
+        if (r.code !== 0 || bare.code !== 0 || warm.code !== 0 || !warmFromCopies) progress(`  CHECK FAILED: exit ${r.code} / ${warm.code} / ${bare.code}, the warm run read the saved copies: ${warmFromCopies}: ${r.stderr.slice(-500)}${warm.stderr.slice(-300)}${bare.stderr.slice(-300)}`);
+        loadOnly = { wallSeconds: r.wallSeconds - bare.wallSeconds, cpuSeconds: r.cpuSeconds - bare.cpuSeconds, peakRssBytes: r.peakRssBytes };
+        loadOnlyWarm = { wallSeconds: warm.wallSeconds - bare.wallSeconds, cpuSeconds: warm.cpuSeconds - bare.cpuSeconds, peakRssBytes: warm.peakRssBytes };
+        progress(
+          `  empty directory: ${num(r.wallSeconds, 2)} s, CPU ${num(r.cpuSeconds, 2)} s, peak RSS ${num(r.peakRssBytes / 1e6)} MB with enrichment; ` +
+            `${num(warm.wallSeconds, 2)} s, CPU ${num(warm.cpuSeconds, 2)} s, peak RSS ${num(warm.peakRssBytes / 1e6)} MB with the saved copies; ${num(bare.wallSeconds, 2)} s, CPU ${num(bare.cpuSeconds, 2)} s, peak RSS ${num(bare.peakRssBytes / 1e6)} MB without`,
+        );
+      }
       for (let rep = 1; rep <= REPS; rep++) {
         progress(`rep ${rep}/${REPS}: floor`);
         const f = await runFloor(corpus.dir, corpus.events);
@@ -835,6 +870,10 @@ async function main(): Promise<number> {
           const e = await runOurs(workDir, corpus.dir, corpus.events, receiver, endpoint, `enriched-${rep}`, [], CLI, enrichmentYaml);
           check('ours enriched', e);
           enrichedReps.push(e);
+          progress(`rep ${rep}/${REPS}: ours, enrichment on, the lookup files' saved copies there (a restart)`);
+          const w = await runOurs(workDir, corpus.dir, corpus.events, receiver, endpoint, `enriched-warm-${rep}`, [], CLI, enrichmentYaml, savedCopiesFrom);
+          check('ours enriched, saved copies', w);
+          enrichedWarmReps.push(w);
         }
         if (BASELINE_CLI) {
           progress(`rep ${rep}/${REPS}: baseline`);
@@ -860,24 +899,8 @@ async function main(): Promise<number> {
       const naiveDefault = summarise('naive (SDK defaults)', 'as naive, default maxQueueSize 2048', corpus.events, corpus.uncompressedBytes, [{ ...nd, ok: nd.ok }], `DROPPED ${num(ndDropped)} (${num((100 * ndDropped) / corpus.events, 1)}%) silently`);
       const floorPlain = RUN_PLAIN ? summarise('floor, plain', 'floor on the plain copy', corpus.events, corpus.uncompressedBytes, floorPlainReps) : undefined;
       const oursPlain = RUN_PLAIN ? summarise('ours, plain', 'ours on the plain copy', corpus.events, corpus.uncompressedBytes, oursPlainReps) : undefined;
-      // what loading the lookup files costs alone (a run over an empty directory): the rest of the
-      // difference is the join on the hot path
-      let loadOnly: { wallSeconds: number; cpuSeconds: number; peakRssBytes: number } | undefined;
-      if (enrichmentYaml) {
-        progress('ours, enrichment on, an empty directory (the load alone)');
-        const emptyDir = path.join(workDir, 'enrichment-empty');
-        await fsp.mkdir(emptyDir, { recursive: true });
-        const stateDir = path.join(workDir, 'state', 'enrichment-load');
-        const config = await writeOursConfig(workDir, emptyDir, stateDir, endpoint, enrichmentYaml);
-        const r = await runChild([CLI, 'run', '--once', '--config', config]);
-        // the same empty run without enrichment: start-up and shutdown, which `ours` pays too
-        const bareConfig = await writeOursConfig(workDir, emptyDir, `${stateDir}-bare`, endpoint, []);
-        const bare = await runChild([CLI, 'run', '--once', '--config', bareConfig]);
-        if (r.code !== 0 || bare.code !== 0) progress(`  CHECK FAILED: exit ${r.code} / ${bare.code}: ${r.stderr.slice(-500)}${bare.stderr.slice(-300)}`);
-        loadOnly = { wallSeconds: r.wallSeconds - bare.wallSeconds, cpuSeconds: r.cpuSeconds - bare.cpuSeconds, peakRssBytes: r.peakRssBytes };
-        progress(`  empty directory: ${num(r.wallSeconds, 2)} s, CPU ${num(r.cpuSeconds, 2)} s, peak RSS ${num(r.peakRssBytes / 1e6)} MB with enrichment; ${num(bare.wallSeconds, 2)} s, CPU ${num(bare.cpuSeconds, 2)} s, peak RSS ${num(bare.peakRssBytes / 1e6)} MB without`);
-      }
       const enriched = enrichmentYaml ? summarise('ours, enrichment', 'ours with enrichment on (200 000 users, 5 000 sites from lookup files)', corpus.events, corpus.uncompressedBytes, enrichedReps) : undefined;
+      const enrichedWarm = enrichmentYaml ? summarise('ours, enrichment, saved', 'ours with enrichment on, the lookup files\' copies saved by an earlier run there', corpus.events, corpus.uncompressedBytes, enrichedWarmReps) : undefined;
       const base = BASELINE_CLI ? summarise('baseline', `${flags.baseline} on the corpus`, corpus.events, corpus.uncompressedBytes, baseReps) : undefined;
       const basePlain = BASELINE_CLI && RUN_PLAIN ? summarise('baseline, plain', `${flags.baseline} on the plain copy`, corpus.events, corpus.uncompressedBytes, basePlainReps) : undefined;
 
@@ -923,7 +946,7 @@ async function main(): Promise<number> {
       );
       out.push('CPU s: user + system CPU-seconds of the process tree (median); peak RSS: median over the reps of each rep\'s peak; max RSS: the largest');
       out.push('');
-      const rows = [floor, naive, naiveDefault, ours, ...(floorPlain && oursPlain ? [floorPlain, oursPlain] : []), ...(enriched ? [enriched] : []), ...(base ? [base] : []), ...(basePlain ? [basePlain] : [])].map(caseRow);
+      const rows = [floor, naive, naiveDefault, ours, ...(floorPlain && oursPlain ? [floorPlain, oursPlain] : []), ...(enriched ? [enriched] : []), ...(enrichedWarm ? [enrichedWarm] : []), ...(base ? [base] : []), ...(basePlain ? [basePlain] : [])].map(caseRow);
       out.push(table(HEADERS, rows, ALIGN));
       const floorRatio = ours.eventsPerSecond / floor.eventsPerSecond;
       const naiveRatio = ours.eventsPerSecond / naive.eventsPerSecond;
@@ -957,6 +980,15 @@ async function main(): Promise<number> {
           out.push(
             `  of which loading the 200 000 users and 5 000 sites (empty-directory runs with and without enrichment, the difference): ${num(loadOnly.wallSeconds, 2)} s, CPU ${num(loadOnly.cpuSeconds, 2)} s (peak RSS ${num(loadOnly.peakRssBytes / 1e6)} MB); ` +
               `the rest, the join on the hot path: wall ${pct(hotWall)}, CPU ${pct(hotCpu)}   (target < 5 %: ${mark(hotWall < 0.05)})`,
+          );
+        }
+        if (enrichedWarm) {
+          const pairedWarm = enrichedWarmReps.map((e, i) => e.wallSeconds / oursReps[i]!.wallSeconds - 1);
+          const pairedWarmCpu = enrichedWarmReps.map((e, i) => e.cpuSeconds / oursReps[i]!.cpuSeconds - 1);
+          out.push(
+            `enrichment on, the lookup files' saved copies there (a restart), vs off: wall ${num(enrichedWarm.medianSeconds, 2)} vs ${num(ours.medianSeconds, 2)} s, paired median ${pct(median(pairedWarm))} (${pairedWarm.map(pct).join(', ')})   (target < 5 %: ${mark(median(pairedWarm) < 0.05)}); ` +
+              `CPU paired median ${pct(median(pairedWarmCpu))}; peak RSS ${num(enrichedWarm.medianPeakRssMb)} MB` +
+              (loadOnlyWarm ? `; the load from the copies alone ${num(loadOnlyWarm.wallSeconds, 2)} s, CPU ${num(loadOnlyWarm.cpuSeconds, 2)} s` : ''),
           );
         }
       }
@@ -997,7 +1029,7 @@ async function main(): Promise<number> {
       }
       Object.assign(doc, {
         corpus,
-        cases: { floor, naive, naiveDefaultQueue: naiveDefault, ours, ...(floorPlain && oursPlain ? { floorPlain, oursPlain } : {}), ...(enriched ? { oursEnriched: enriched } : {}), ...(base ? { baseline: base } : {}), ...(basePlain ? { baselinePlain: basePlain } : {}) },
+        cases: { floor, naive, naiveDefaultQueue: naiveDefault, ours, ...(floorPlain && oursPlain ? { floorPlain, oursPlain } : {}), ...(enriched ? { oursEnriched: enriched } : {}), ...(enrichedWarm ? { oursEnrichedSavedCopies: enrichedWarm } : {}), ...(base ? { baseline: base } : {}), ...(basePlain ? { baselinePlain: basePlain } : {}) },
         ratios: { oursToFloor: floorRatio, oursToNaive: naiveRatio, pairedOursToFloor: pairedFloor, pairedOursToNaive: pairedNaive, ...(cpuRatio !== undefined ? { cpuOursToFloorPlain: cpuRatio, pairedCpuOursToFloorPlain: pairedCpu } : {}) },
         targets: {
           ...TARGETS,
