@@ -1,5 +1,5 @@
 /**
- * A lookup file's parsed copy saved in the tenant's state folder (src/sources/lookup-copy-file.ts)
+ * A lookup file's parsed copy saved in the tenant's state folder (src/sources/reference-copy-file.ts)
  * and read back at the next start instead of parsing the file: used only for the file as it was
  * parsed (path, kind, fields, limit, size / mtime / inode), checked byte for byte, and a damaged
  * or stale one ignored (the file parsed, the copy replaced).
@@ -154,7 +154,9 @@ describe('a lookup file’s saved copy', () => {
     expect(itemsOf(parsed)).toEqual(itemsOf(good));
     expect(p.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (sha256); the file is parsed`]);
     await restarted.saved();
-    expect(readFileSync(copyPath)).toEqual(bytes);
+    const rewritten = await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath }).check();
+    expect(typeof rewritten !== 'string' && rewritten.fromSavedCopy).toBe(true);
+    expect(itemsOf(rewritten)).toEqual(itemsOf(good));
 
     writeFileSync(copyPath, bytes.subarray(0, bytes.length - 10));
     const q = problems();

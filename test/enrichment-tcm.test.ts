@@ -10,7 +10,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import pino from 'pino';
+import { tempDir } from './support/activity-fixtures.js';
 import { startTcmServer, startTrapServer, type TcmServer } from './support/tcm-server.js';
 import { metricValue, waitFor } from './support/daemon-process.js';
 import { TcmSource, tcmSourceConfigSchema } from '../src/sources/tcm/tcm-source.js';
@@ -85,10 +87,12 @@ async function listSites(client: TcmClient, options: ReferenceListOptions) {
 const servers: TcmServer[] = [];
 const sources: TcmSource[] = [];
 const refreshers: EnrichmentRefresher[] = [];
+const dirs: string[] = [];
 afterEach(async () => {
   for (const r of refreshers.splice(0)) await r.stop();
   for (const s of sources.splice(0)) await s.close();
   for (const s of servers.splice(0)) await s.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
 async function server(options: Partial<Parameters<typeof startTcmServer>[0]> = {}): Promise<TcmServer> {
@@ -298,6 +302,46 @@ describe('the enrichment refresher with TCM', () => {
     // secrets: the PAT and the session tokens are in no log line
     expect(cap.text()).not.toContain(PAT);
     expect(cap.text()).not.toMatch(/sess-[0-9a-f]{24}/);
+  });
+
+  it('a restart starts from the lists saved at the last fetch, fetches nothing until a refreshInterval after it, and fetches again for other fields', async () => {
+    const tcm = await server({ users: users(3), siteDetails: [{ siteUUID: SITE_A, name: 'Finance', contentUrl: 'finance', status: 'ACTIVE' }] });
+    const stateDir = tempDir('tao-tcm-copies-');
+    dirs.push(stateDir);
+    const sourceConfigs = [tcmSourceConfigSchema.parse({ type: 'tcm', name: 'tcm-main', url: tcm.url, tenantId: TENANT, patEnv: 'TCM_PAT' })];
+    const run = async (fields?: string[]): Promise<{ data: ReferenceData | undefined; cap: ReturnType<typeof capturingLogger> }> => {
+      const cap = capturingLogger();
+      const config = enrichmentConfigSchema.parse({ users: 'tcm', sites: 'tcm', refreshInterval: '1h', ...(fields ? { fields } : {}) });
+      const refresher = createEnrichmentRefresher({ tenantId: 'acme', config, sourceConfigs, sources: [tcmSource(tcm, cap.log)], baseDir: '.', env: {}, log: cap.log, stateDir });
+      refreshers.push(refresher);
+      const sink = new RecordingSink();
+      refresher.start(sink);
+      expect(await refresher.waitForFirstLoad(20_000, new AbortController().signal)).toBe(true);
+      const data = sink.last;
+      await refresher.stop(); // waits for the copies to be written
+      return { data, cap };
+    };
+    const lists = (): number => tcm.requests.filter((r) => r.kind === 'users' || r.kind === 'sites').length;
+    const cold = await run();
+    const fetched = lists();
+    expect(fetched).toBeGreaterThanOrEqual(2);
+    expect(cold.data).toMatchObject({ status: 'loaded' });
+    expect(cold.data!.users).toHaveLength(3);
+
+    const warm = await run();
+    expect(lists()).toBe(fetched); // nothing asked of TCM: its next fetch is due an hour after the saved one
+    expect(warm.data).toMatchObject({ status: 'loaded' });
+    expect(warm.data!.users).toEqual(cold.data!.users);
+    expect(warm.data!.sites).toEqual(cold.data!.sites);
+    expect(warm.cap.lines().filter((l) => String(l.msg).includes('the copy saved at the last load is in use')).map((l) => l.kind).sort()).toEqual(['sites', 'users']);
+
+    const otherFields = await run(['fullName', 'siteName']);
+    expect(lists()).toBeGreaterThan(fetched);
+    expect(otherFields.data!.users[0]).toEqual({ id: expect.any(String), fullName: 'User 0' });
+    for (const r of [cold, warm, otherFields]) {
+      expect(r.cap.text()).not.toContain(PAT);
+      expect(r.cap.lines().some((l) => l.level === 40)).toBe(false);
+    }
   });
 
   it('gives a new pool the current copy and withdraws it on stop (series removed)', async () => {

@@ -33,6 +33,7 @@ import type { ReferenceData, ReferenceDataSink, SiteReference } from '../mapping
 import { SITE_FIELD_SOURCES, USER_FIELD_SOURCES, type EnrichmentField, type FieldCensus, type ReferenceKind } from '../sources/reference-records.js';
 import { referenceBuilder, type ReferenceCopy } from '../sources/reference-copy.js';
 import { LookupFileWatcher } from '../sources/reference-lookup-file.js';
+import { readReferenceCopy, saveReferenceCopy, type ReferenceCopyIdentity } from '../sources/reference-copy-file.js';
 import type { Source } from '../sources/source.js';
 import { createSource, loadSourceTypes, sourceId } from '../sources/source-registry.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
@@ -71,8 +72,12 @@ export interface ReferenceLoader {
   /** The waits after a failed load; undefined: the interval. */
   readonly retry?: BackoffPolicy;
   load(signal: AbortSignal, fields: ReadonlySet<EnrichmentField>): Promise<LoadOutcome>;
-  /** Resolves once what the loader writes after a load is written (a lookup file's saved copy): stop() waits for it. */
+  /** Resolves once what the loader writes after a load is written (a saved copy): stop() waits for it. */
   settled?(): Promise<void>;
+  /** The copy saved at the last load of an earlier process (TCM's lists), if it stands for this loader's origin: used until the next load. */
+  restore?(): Promise<KeptCopy | undefined>;
+  /** Save a load's copy (TCM's lists), for restore() at the next start. */
+  keep?(loaded: LoadedReferences): void;
 }
 
 /** A kind's last good copy, as kept across the runtimes of one tenant (see EnrichmentCache). */
@@ -370,6 +375,17 @@ export class EnrichmentRefresher {
     const { loader } = state;
     const signal = this.abort.signal;
     const backoff = loader.retry ? new Backoff(loader.retry) : undefined;
+    if (state.copy === undefined && loader.restore) {
+      // the copy an earlier process saved (TCM's lists): in use until the next load
+      const kept = await loader.restore();
+      if (signal.aborted) return;
+      if (kept) {
+        Object.assign(state, { copy: kept.copy, loadedAtMs: kept.loadedAtMs, confirmedAtMs: kept.confirmedAtMs });
+        this.options.metrics?.enrichmentEntries.set({ tenant: this.tenantId, kind: loader.kind }, kept.copy.length);
+        this.log.info({ kind: loader.kind, from: loader.from, entries: kept.copy.length, loadedAt: new Date(kept.loadedAtMs).toISOString() }, `enrichment ${loader.kind}: the copy saved at the last load is in use until the next one`);
+        this.attempt(state);
+      }
+    }
     if (state.copy !== undefined) {
       // a copy from the tenant's previous runtime: the next load is due an interval after it was last current
       if (await sleep(Math.max(0, state.confirmedAtMs + loader.intervalMs - Date.now()), signal)) return;
@@ -399,17 +415,21 @@ export class EnrichmentRefresher {
           kept ? 'enrichment refresh failed; the last good copy stays in use' : 'enrichment load failed; records are sent without these names until a load succeeds',
         );
       }
-      if (!state.attempted) {
-        state.attempted = true;
-        if ([...this.states.values()].every((s) => s.attempted)) {
-          this.publish(); // the status may be `loaded` now, with the kinds that did load
-          this.firstAttemptsDone();
-        }
-      }
+      this.attempt(state);
       let delay = loader.intervalMs;
       if (ok) backoff?.reset();
       else if (backoff) delay = backoff.next();
       if (await sleep(delay, signal)) return;
+    }
+  }
+
+  /** The kind has been tried (loaded, failed or restored): once all have, the status may be `loaded`. */
+  private attempt(state: KindState): void {
+    if (state.attempted) return;
+    state.attempted = true;
+    if ([...this.states.values()].every((s) => s.attempted)) {
+      this.publish(); // the status may be `loaded` now, with the kinds that did load
+      this.firstAttemptsDone();
     }
   }
 
@@ -435,6 +455,7 @@ export class EnrichmentRefresher {
     }
     const level = before !== undefined && before > 0 && kept === 0 ? 'warn' : 'info';
     this.log[level]({ kind, from, entries: loaded.entries, kept, previous: before, skippedWithoutId: loaded.skipped || undefined, ...loaded.detail }, `enrichment ${kind} loaded`);
+    state.loader.keep?.(loaded);
     this.publish();
   }
 }
@@ -506,9 +527,10 @@ export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRef
           const r = kind === 'users' ? await fetchTcmUsers(c, tenantId, into, { maxItems }, signal) : await fetchTcmSites(c, tenantId, into, { maxItems }, signal);
           return { copy: into.build(), entries: r.entries, census: r.census, skipped: r.skipped, detail: { pages: r.pages } };
         },
+        ...(setup.stateDir === undefined ? {} : savedTcmCopy(copyPath(setup.stateDir, kind), { kind, file: `tcm ${tcm!.kind === 'own' ? tcm!.url : `source ${tcm!.sourceId}`}`, signature: `tenant ${tenantId}`, fields: [...enrichmentFields(config)], maxItems }, log)),
       });
     } else {
-      const savedCopy = setup.stateDir === undefined ? undefined : { path: join(setup.stateDir, 'enrichment', `${kind}.copy`), onProblem: (problem: string) => log.warn({ kind }, `enrichment ${kind}: ${problem}`) };
+      const savedCopy = setup.stateDir === undefined ? undefined : { path: copyPath(setup.stateDir, kind), onProblem: (problem: string) => log.warn({ kind }, `enrichment ${kind}: ${problem}`) };
       const watcher = new LookupFileWatcher(kind, resolve(setup.baseDir, spec.file), spec.format, maxItems, enrichmentFields(config), savedCopy);
       loaders.push({
         kind,
@@ -534,6 +556,35 @@ export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRef
     metrics: setup.metrics,
     ...(ownClient ? { onStop: () => client!.close() } : {}),
   });
+}
+
+/** Where a tenant's saved copy of one kind is (reference-copy-file.ts). */
+function copyPath(stateDir: string, kind: ReferenceKind): string {
+  return join(stateDir, 'enrichment', `${kind}.copy`);
+}
+
+/** A TCM loader's saved copy: written after each load (one write at a time), read back at the start. */
+function savedTcmCopy(path: string, identity: ReferenceCopyIdentity, log: Logger): Pick<ReferenceLoader, 'restore' | 'keep' | 'settled'> {
+  let saving: Promise<void> = Promise.resolve();
+  return {
+    restore: async () => {
+      const back = await readReferenceCopy(path, identity);
+      if ('copy' in back) {
+        const at = back.copy.savedAtMs ?? 0;
+        return { copy: back.copy.copy, loadedAtMs: at, confirmedAtMs: at };
+      }
+      if (back.unused === 'unreadable') log.warn({ kind: identity.kind }, `enrichment ${identity.kind}: the saved copy ${path} is not used: ${back.reason}; the lists are fetched`);
+      return undefined;
+    },
+    keep: (loaded) => {
+      saving = saving.then(() =>
+        saveReferenceCopy(path, identity, { copy: loaded.copy, census: loaded.census, entries: loaded.entries, hash: '' }).catch((err: NodeJS.ErrnoException) =>
+          log.warn({ kind: identity.kind }, `enrichment ${identity.kind}: the copy of the load could not be saved to ${path} (${err.code ?? err.message}); the next start fetches the lists`),
+        ),
+      );
+    },
+    settled: () => saving,
+  };
 }
 
 /**

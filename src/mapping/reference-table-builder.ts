@@ -132,7 +132,7 @@ class EntryReader {
 
 /**
  * A buffer for a section of `entryBytes` bytes of user entries read back from a saved copy
- * (sources/lookup-copy-file.ts): growable as a builder's is (the first table is made in it, in
+ * (sources/reference-copy-file.ts): growable as a builder's is (the first table is made in it, in
  * place), and the view the entries go into; the section's `end` follows.
  */
 export function sectionBufferFor(entryBytes: number): { buffer: SharedArrayBuffer; entries: Uint8Array; end: number } {

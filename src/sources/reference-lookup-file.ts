@@ -31,7 +31,7 @@ import type { SiteReference } from '../mapping/reference-data.js';
 import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
 import { referenceBuilder, UserTable, type ReferenceCopy } from './reference-copy.js';
 import { UserSection, type TransferableUserSection } from '../mapping/reference-table-builder.js';
-import { readLookupCopy, saveLookupCopy, type LookupCopyIdentity } from './lookup-copy-file.js';
+import { readReferenceCopy, saveReferenceCopy, type ReferenceCopyIdentity } from './reference-copy-file.js';
 
 export type LookupFormat = 'csv' | 'ndjson';
 
@@ -67,7 +67,7 @@ export interface LookupFileResult {
   entries: number;
   /** sha256 of the bytes read. */
   hash: string;
-  /** Read back from the copy saved at the last parse of the file as it is (lookup-copy-file.ts), not parsed. */
+  /** Read back from the copy saved at the last parse of the file as it is (reference-copy-file.ts), not parsed. */
   fromSavedCopy?: true;
 }
 
@@ -169,7 +169,7 @@ export async function parseLookupStream(kind: ReferenceKind, file: string, input
 
 export type LookupCheck = LookupFileResult | 'unchanged' | 'still-failing';
 
-/** Where a watcher keeps the copy of what it parsed (lookup-copy-file.ts), and whom it tells what went wrong with it. */
+/** Where a watcher keeps the copy of what it parsed (reference-copy-file.ts), and whom it tells what went wrong with it. */
 export interface SavedCopyOptions {
   path: string;
   /** A copy that could not be written, or one there that could not be read (the file is parsed instead). */
@@ -240,13 +240,14 @@ export class LookupFileWatcher {
     if (signature === 'not-a-file') throw new LookupFileError(this.file, undefined, 'not a regular file');
     if (signature.startsWith('error:')) throw new LookupFileError(this.file, undefined, `cannot read the lookup file (${signature.slice(6)})`);
     if (size > MAX_LOOKUP_FILE_BYTES) throw new LookupFileError(this.file, undefined, `larger than ${MAX_LOOKUP_FILE_BYTES} bytes`);
-    const identity: LookupCopyIdentity = { kind: this.kind, file: this.file, signature, fields: [...this.fields], maxItems: this.maxItems };
+    const identity: ReferenceCopyIdentity = { kind: this.kind, file: this.file, signature, fields: [...this.fields], maxItems: this.maxItems };
     if (this.savedCopy && !this.savedLookedAt) {
       this.savedLookedAt = true;
-      const back = await readLookupCopy(this.savedCopy.path, identity);
+      const back = await readReferenceCopy(this.savedCopy.path, identity);
       if ('copy' in back) {
         this.hash = back.copy.hash;
-        return { ...back.copy, fromSavedCopy: true };
+        const { copy, census, entries, hash } = back.copy;
+        return { copy, census, entries, hash, fromSavedCopy: true };
       }
       if (back.unused === 'unreadable') this.savedCopy.onProblem?.(`the saved copy ${this.savedCopy.path} is not used: ${back.reason}; the file is parsed`);
     }
@@ -268,10 +269,10 @@ export class LookupFileWatcher {
     return result;
   }
 
-  private save(identity: LookupCopyIdentity, result: LookupFileResult): void {
+  private save(identity: ReferenceCopyIdentity, result: LookupFileResult): void {
     const { path, onProblem } = this.savedCopy!;
     this.saving = this.saving.then(() =>
-      saveLookupCopy(path, identity, result).catch((err: NodeJS.ErrnoException) => onProblem?.(`the copy of the parse could not be saved to ${path} (${err.code ?? err.message}); the next start parses the file`)),
+      saveReferenceCopy(path, identity, result).catch((err: NodeJS.ErrnoException) => onProblem?.(`the copy of the parse could not be saved to ${path} (${err.code ?? err.message}); the next start parses the file`)),
     );
   }
 }

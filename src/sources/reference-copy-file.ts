@@ -1,18 +1,20 @@
 /**
- * A lookup file's parsed copy, saved in the tenant's state folder so that the next start of the
- * daemon reads it back instead of parsing the file again (docs/enrichment.md, "Saved copies").
+ * A tenant's reference list as last loaded (a lookup file's parse, or TCM's lists), saved in the
+ * tenant's state folder so that the next start of the daemon reads it back instead of parsing
+ * the file again or waiting for TCM (docs/enrichment.md, "Saved copies").
  *
  * Parsing 200 000 users takes about a second and a half of CPU at every start; reading their
- * table back takes a few hundredths. The copy is used only when it is the copy of the file as it
- * is now: the same path, kind, fields and `maxUsers`/`maxSites`, and the file's size, mtime and
- * inode as when it was parsed (the signature the watcher compares while running), with the bytes
- * of the copy as written (sha256). Anything else, and the file is parsed as if there were no
- * copy; a copy that cannot be read is reported and replaced at the next parse.
+ * table back takes a few hundredths. A copy is used only for what it was made of
+ * ({@link ReferenceCopyIdentity}): the same kind, origin, fields and `maxUsers`/`maxSites`, and
+ * the same version of the origin (a lookup file's size, mtime and inode as when it was parsed,
+ * the signature the watcher compares while running; for TCM the tenant and connection), with
+ * the bytes of the copy as written (sha256). Anything else, and the origin is read as if there
+ * were no copy; a copy that cannot be read is reported and replaced at the next load.
  *
- * Format: one line of JSON (the header: what the copy is of, the census, the dictionary of the
- * users' site LUIDs and roles or the sites themselves), then the users' entries and hash slots
- * as the table holds them (little-endian). Written to a temporary file, then renamed; mode 0600
- * (it holds the users' names and emails, like the lookup file).
+ * Format: one line of JSON (the header: what the copy is of, when it was saved, the census, the
+ * dictionary of the users' site LUIDs and roles or the sites themselves), then the users'
+ * entries and hash slots as the table holds them (little-endian). Written to a temporary file,
+ * then renamed; mode 0600 (it holds the users' names and emails).
  */
 import { createHash } from 'node:crypto';
 import { endianness } from 'node:os';
@@ -24,29 +26,31 @@ import { VERSION as TABLE_VERSION } from '../mapping/reference-table.js';
 import { UserTable, type ReferenceCopy } from './reference-copy.js';
 import { FieldCensus, type ReferenceKind } from './reference-records.js';
 
-const FORMAT = 'tableau-activity-otel lookup copy';
+const FORMAT = 'tableau-activity-otel reference copy';
 const FORMAT_VERSION = 1;
 /** A header longer than this is not one of ours. */
 const MAX_HEADER_BYTES = 64 * 1024 * 1024;
 
-/** What a copy must have been made from to stand for the file now. */
-export interface LookupCopyIdentity {
+/** What a copy must have been made from to stand for its origin now. */
+export interface ReferenceCopyIdentity {
   kind: ReferenceKind;
-  /** The lookup file's path, resolved. */
+  /** Where the list comes from: a lookup file's path (resolved), or `tcm …` (the connection). */
   file: string;
-  /** Size, mtime and inode of the file (the watcher's signature). */
+  /** The origin's version: a lookup file's size, mtime and inode (the watcher's signature); TCM's tenant. */
   signature: string;
   fields: readonly string[];
   maxItems: number;
 }
 
-/** What a copy holds: the parse's result. */
-export interface LookupCopy {
+/** What a copy holds: the load's result. */
+export interface SavedReferenceCopy {
   copy: ReferenceCopy;
   census: FieldCensus;
   entries: number;
-  /** sha256 of the lookup file's bytes. */
+  /** sha256 of the lookup file's bytes ('' for TCM). */
   hash: string;
+  /** When the copy was saved, read back (ms since the epoch; set by the save). */
+  savedAtMs?: number;
 }
 
 interface Header {
@@ -59,6 +63,7 @@ interface Header {
   fields: string[];
   maxItems: number;
   hash: string;
+  savedAtMs: number;
   entries: number;
   census: ReturnType<FieldCensus['toData']>;
   /** Bytes after the header line, and their sha256. */
@@ -73,21 +78,21 @@ interface Header {
   sites?: SiteReference[];
 }
 
-function identityOf(h: Header): LookupCopyIdentity {
+function identityOf(h: Header): ReferenceCopyIdentity {
   return { kind: h.kind, file: h.file, signature: h.signature, fields: h.fields, maxItems: h.maxItems };
 }
 
-function sameIdentity(a: LookupCopyIdentity, b: LookupCopyIdentity): string | undefined {
+function sameIdentity(a: ReferenceCopyIdentity, b: ReferenceCopyIdentity): string | undefined {
   if (a.kind !== b.kind) return 'another kind';
   if (a.file !== b.file) return 'another file';
-  if (a.signature !== b.signature) return 'the file changed since';
+  if (a.signature !== b.signature) return a.file.startsWith('tcm') ? 'another TCM tenant' : 'the file changed since';
   if ([...a.fields].sort().join(',') !== [...b.fields].sort().join(',')) return 'other fields';
   if (a.maxItems !== b.maxItems) return `another ${a.kind === 'users' ? 'maxUsers' : 'maxSites'}`;
   return undefined;
 }
 
-/** Save `copy` (of the file `identity` names) at `path`, replacing the one there. */
-export async function saveLookupCopy(path: string, identity: LookupCopyIdentity, copy: LookupCopy): Promise<void> {
+/** Save `copy` (of what `identity` names) at `path`, replacing the one there. */
+export async function saveReferenceCopy(path: string, identity: ReferenceCopyIdentity, copy: SavedReferenceCopy): Promise<void> {
   if (endianness() !== 'LE') return; // the slots are written as the table holds them
   const parts: Uint8Array[] = [];
   const header: Header = {
@@ -97,6 +102,7 @@ export async function saveLookupCopy(path: string, identity: LookupCopyIdentity,
     ...identity,
     fields: [...identity.fields].sort(),
     hash: copy.hash,
+    savedAtMs: Date.now(),
     entries: copy.entries,
     census: copy.census.toData(),
     payloadBytes: 0,
@@ -130,14 +136,14 @@ export async function saveLookupCopy(path: string, identity: LookupCopyIdentity,
 }
 
 /** The outcome of reading a copy back: the copy, or why it is not used. */
-export type ReadLookupCopy = { copy: LookupCopy } | { unused: 'none' | 'stale'; reason: string } | { unused: 'unreadable'; reason: string };
+export type ReadReferenceCopy = { copy: SavedReferenceCopy } | { unused: 'none' | 'stale'; reason: string } | { unused: 'unreadable'; reason: string };
 
 /**
- * Read the copy at `path` back when it stands for the file `identity` names. `none`: there is
- * no copy; `stale`: a copy of something else (another file, or the file as it was); `unreadable`:
+ * Read the copy at `path` back when it stands for what `identity` names. `none`: there is no
+ * copy; `stale`: a copy of something else (another file, or the file as it was); `unreadable`:
  * a copy that is damaged or of another format (worth reporting).
  */
-export async function readLookupCopy(path: string, identity: LookupCopyIdentity): Promise<ReadLookupCopy> {
+export async function readReferenceCopy(path: string, identity: ReferenceCopyIdentity): Promise<ReadReferenceCopy> {
   let fh;
   try {
     fh = await open(path, 'r');
@@ -167,7 +173,7 @@ export async function readLookupCopy(path: string, identity: LookupCopyIdentity)
     } catch {
       return { unused: 'unreadable', reason: 'the header is not JSON' };
     }
-    if (header?.format !== FORMAT || header.version !== FORMAT_VERSION || header.tableVersion !== TABLE_VERSION) return { unused: 'unreadable', reason: 'of another format or version' };
+    if (header?.format !== FORMAT || header.version !== FORMAT_VERSION || header.tableVersion !== TABLE_VERSION || !Number.isFinite(header.savedAtMs)) return { unused: 'unreadable', reason: 'of another format or version' };
     const differs = sameIdentity(identityOf(header), identity);
     if (differs) return { unused: 'stale', reason: `a copy of ${differs}` };
     const payloadAt = nl + 1;
@@ -175,7 +181,7 @@ export async function readLookupCopy(path: string, identity: LookupCopyIdentity)
     const census = FieldCensus.fromData(header.census);
     if (header.kind === 'sites') {
       if (!Array.isArray(header.sites) || header.payloadBytes !== 0) return { unused: 'unreadable', reason: 'no sites' };
-      return { copy: { copy: { kind: 'sites', sites: header.sites, length: header.sites.length }, census, entries: header.entries, hash: header.hash } };
+      return { copy: { copy: { kind: 'sites', sites: header.sites, length: header.sites.length }, census, entries: header.entries, hash: header.hash, savedAtMs: header.savedAtMs } };
     }
     const { entryBytes, slotWords, count, dict } = header;
     if (!Number.isInteger(entryBytes) || !Number.isInteger(slotWords) || !Number.isInteger(count) || !Array.isArray(dict) || entryBytes! + slotWords! * 4 !== header.payloadBytes) {
@@ -190,7 +196,7 @@ export async function readLookupCopy(path: string, identity: LookupCopyIdentity)
     const sha = createHash('sha256').update(entries).update(slotBytes).digest('hex');
     if (sha !== header.payloadSha256) return { unused: 'unreadable', reason: 'its bytes are not those written (sha256)' };
     const users = new UserTable(new UserSection(buffer, end, slots, count!, dict!));
-    return { copy: { copy: { kind: 'users', users, length: users.length }, census, entries: header.entries, hash: header.hash } };
+    return { copy: { copy: { kind: 'users', users, length: users.length }, census, entries: header.entries, hash: header.hash, savedAtMs: header.savedAtMs } };
   } catch (err) {
     return { unused: 'unreadable', reason: `cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
   } finally {
