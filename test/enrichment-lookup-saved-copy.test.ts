@@ -165,6 +165,26 @@ describe('a lookup file’s saved copy', () => {
     expect(q.list).toHaveLength(1);
     expect(q.list[0]).toMatch(/bytes after the header, \d+ expected; the file is parsed$/);
 
+    // a changed name in the header (still JSON): the site roles' dictionary, and a site of a sites copy
+    writeFileSync(copyPath, bytes);
+    const roleChanged = Buffer.from(bytes.toString('latin1').replace('"Viewer"', '"Vxewer"'), 'latin1');
+    expect(roleChanged.equals(bytes)).toBe(false);
+    writeFileSync(copyPath, roleChanged);
+    const d = problems();
+    const afterRole = await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: d.onProblem }).check();
+    expect(itemsOf(afterRole)).toEqual(itemsOf(good));
+    expect(d.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (sha256); the file is parsed`]);
+    const sites = join(dir, 'sites.csv');
+    const sitesCopy = join(dir, 'sites.copy');
+    writeFileSync(sites, `id,name\n${SITE_A},Finance\n`);
+    const sw = new LookupFileWatcher('sites', sites, 'csv', 100, FIELDS, { path: sitesCopy });
+    await sw.check();
+    await sw.saved();
+    writeFileSync(sitesCopy, readFileSync(sitesCopy, 'utf8').replace('"Finance"', '"Fynance"'));
+    const e = problems();
+    expect(itemsOf(await new LookupFileWatcher('sites', sites, 'csv', 100, FIELDS, { path: sitesCopy, onProblem: e.onProblem }).check())).toEqual([{ id: SITE_A, name: 'Finance' }]);
+    expect(e.list).toEqual([`the saved copy ${sitesCopy} is not used: its bytes are not those written (sha256); the file is parsed`]);
+
     writeFileSync(copyPath, 'not a copy\n');
     const r = problems();
     await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: r.onProblem }).check();

@@ -13,8 +13,10 @@
  *
  * Format: one line of JSON (the header: what the copy is of, when it was saved, the census, the
  * dictionary of the users' site LUIDs and roles or the sites themselves), then the users'
- * entries and hash slots as the table holds them (little-endian). Written to a temporary file,
- * then renamed; mode 0600 (it holds the users' names and emails).
+ * entries and hash slots as the table holds them (little-endian). The header's last field is a
+ * sha256 of the header line (with that field empty) and of the bytes after it, so a changed role
+ * name or site name is caught as a changed entry is. Written to a temporary file, then renamed;
+ * mode 0600 (it holds the users' names and emails).
  */
 import { createHash } from 'node:crypto';
 import { endianness } from 'node:os';
@@ -66,9 +68,8 @@ interface Header {
   savedAtMs: number;
   entries: number;
   census: ReturnType<FieldCensus['toData']>;
-  /** Bytes after the header line, and their sha256. */
+  /** Bytes after the header line. */
   payloadBytes: number;
-  payloadSha256: string;
   /** users: the entries' bytes, the slots (Int32 words), the users, the dictionary. */
   entryBytes?: number;
   slotWords?: number;
@@ -76,7 +77,12 @@ interface Header {
   dict?: string[];
   /** sites: as they are. */
   sites?: SiteReference[];
+  /** Last: sha256 of the header line as it is with this field empty, and of the bytes after it. */
+  sha256: string;
 }
+
+/** The header line's end: its checksum, last. */
+const SHA_AT_END = /,"sha256":"([0-9a-f]{64})"\}$/;
 
 function identityOf(h: Header): ReferenceCopyIdentity {
   return { kind: h.kind, file: h.file, signature: h.signature, fields: h.fields, maxItems: h.maxItems };
@@ -106,7 +112,7 @@ export async function saveReferenceCopy(path: string, identity: ReferenceCopyIde
     entries: copy.entries,
     census: copy.census.toData(),
     payloadBytes: 0,
-    payloadSha256: '',
+    sha256: '',
   };
   if (copy.copy.kind === 'users') {
     const t = copy.copy.users.section.transferable;
@@ -116,15 +122,18 @@ export async function saveReferenceCopy(path: string, identity: ReferenceCopyIde
   } else {
     header.sites = [...copy.copy.sites];
   }
-  const sha = createHash('sha256');
-  for (const p of parts) sha.update(p);
   header.payloadBytes = parts.reduce((n, p) => n + p.byteLength, 0);
-  header.payloadSha256 = sha.digest('hex');
+  // the checksum last (moved there), over the header with it empty and the payload
+  const { sha256: _, ...rest } = header;
+  const unsigned = JSON.stringify({ ...rest, sha256: '' });
+  const sha = createHash('sha256').update(unsigned);
+  for (const p of parts) sha.update(p);
+  const headerLine = `${unsigned.slice(0, -'"sha256":""}'.length)}"sha256":"${sha.digest('hex')}"}\n`;
   await mkdir(dirname(path), { recursive: true });
   const tmp = `${path}.tmp`;
   const fh = await open(tmp, 'w', 0o600);
   try {
-    await fh.write(Buffer.from(JSON.stringify(header) + '\n', 'utf8'));
+    await fh.write(Buffer.from(headerLine, 'utf8'));
     for (const p of parts) await fh.write(p);
   } catch (err) {
     await fh.close().catch(() => undefined);
@@ -178,8 +187,13 @@ export async function readReferenceCopy(path: string, identity: ReferenceCopyIde
     if (differs) return { unused: 'stale', reason: `a copy of ${differs}` };
     const payloadAt = nl + 1;
     if (size - payloadAt !== header.payloadBytes) return { unused: 'unreadable', reason: `${size - payloadAt} bytes after the header, ${header.payloadBytes} expected` };
+    const signed = SHA_AT_END.exec(headerText);
+    if (!signed) return { unused: 'unreadable', reason: 'no checksum' };
+    const sha = createHash('sha256').update(headerText.slice(0, signed.index) + ',"sha256":""}');
+    const damaged = { unused: 'unreadable', reason: 'its bytes are not those written (sha256)' } as const;
     const census = FieldCensus.fromData(header.census);
     if (header.kind === 'sites') {
+      if (sha.digest('hex') !== signed[1]) return damaged;
       if (!Array.isArray(header.sites) || header.payloadBytes !== 0) return { unused: 'unreadable', reason: 'no sites' };
       return { copy: { copy: { kind: 'sites', sites: header.sites, length: header.sites.length }, census, entries: header.entries, hash: header.hash, savedAtMs: header.savedAtMs } };
     }
@@ -193,8 +207,7 @@ export async function readReferenceCopy(path: string, identity: ReferenceCopyIde
     await readFully(fh, entries, payloadAt);
     const slotBytes = new Uint8Array(slots.buffer);
     await readFully(fh, slotBytes, payloadAt + entryBytes!);
-    const sha = createHash('sha256').update(entries).update(slotBytes).digest('hex');
-    if (sha !== header.payloadSha256) return { unused: 'unreadable', reason: 'its bytes are not those written (sha256)' };
+    if (sha.update(entries).update(slotBytes).digest('hex') !== signed[1]) return damaged;
     const users = new UserTable(new UserSection(buffer, end, slots, count!, dict!));
     return { copy: { copy: { kind: 'users', users, length: users.length }, census, entries: header.entries, hash: header.hash, savedAtMs: header.savedAtMs } };
   } catch (err) {
