@@ -90,6 +90,27 @@ describe('a lookup file’s saved copy', () => {
     expect(itemsOf(await trusting.check())).toEqual(itemsOf(parsed));
   });
 
+  it('names of several bytes in a header longer than one read come back as they were', async () => {
+    const dir = work();
+    // site names of 3-byte characters in a header of some 200 KB, three alignments: the header's
+    // reads of 64 KiB end inside a character in at least one of them
+    for (const pad of ['', 'a', 'ab']) {
+      const file = join(dir, `sites${pad}.ndjson`);
+      const copyPath = join(dir, `sites${pad}.copy`);
+      const lines = Array.from({ length: 2000 }, (_, i) => JSON.stringify({ id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, name: `${pad}€€€ Vertrieb München ${i} €€€€€€€€€€€€€€€€€€€€` }));
+      writeFileSync(file, lines.join('\n') + '\n');
+      const w = new LookupFileWatcher('sites', file, 'ndjson', 5000, FIELDS, { path: copyPath });
+      const parsed = await w.check();
+      await w.saved();
+      expect(statSync(copyPath).size).toBeGreaterThan(3 * 65536);
+      const p = problems();
+      const back = await new LookupFileWatcher('sites', file, 'ndjson', 5000, FIELDS, { path: copyPath, onProblem: p.onProblem }).check();
+      expect(p.list).toEqual([]);
+      expect(typeof back !== 'string' && back.fromSavedCopy).toBe(true);
+      expect(itemsOf(back)).toEqual(itemsOf(parsed));
+    }
+  });
+
   it('a changed file is parsed and its copy replaces the old one', async () => {
     const dir = work();
     const file = join(dir, 'users.ndjson');

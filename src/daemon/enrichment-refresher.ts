@@ -325,7 +325,7 @@ export class EnrichmentRefresher {
     this.stopped ??= (async () => {
       this.abort.abort();
       await Promise.all(this.loops);
-      // a lookup file's copy being saved is finished (a `run --once` exits after this)
+      // a copy being saved is finished (a `run --once` exits after this)
       await Promise.all(this.options.loaders.map((l) => l.settled?.()));
       await this.publishing;
       if (this.started) this.sink?.publishReferenceData(this.tenantId, undefined);
@@ -474,7 +474,7 @@ export interface EnrichmentSetup {
   tcmRetry?: TcmRetrySettings;
   /** The daemon's copies of earlier runtimes of its tenants. */
   cache?: EnrichmentCache | undefined;
-  /** The tenant's state folder: lookup files' parsed copies are kept in its `enrichment/` (read back at the next start). */
+  /** The tenant's state folder: the lists' copies (a lookup file's parse, TCM's lists) are kept in its `enrichment/`, read back at the next start. */
   stateDir?: string | undefined;
 }
 

@@ -162,20 +162,21 @@ export async function readReferenceCopy(path: string, identity: ReferenceCopyIde
   }
   try {
     const size = (await fh.stat()).size;
-    // the header line
-    let headerText = '';
+    // the header line (decoded once whole: a character may span two reads)
+    const pieces: Buffer[] = [];
     let at = 0;
-    const chunk = Buffer.allocUnsafe(64 * 1024);
     let nl = -1;
     while (nl < 0) {
+      const chunk = Buffer.allocUnsafe(64 * 1024);
       const { bytesRead } = await fh.read(chunk, 0, chunk.length, at);
       if (bytesRead === 0) return { unused: 'unreadable', reason: 'no header' };
       const i = chunk.subarray(0, bytesRead).indexOf(0x0a);
       nl = i < 0 ? -1 : at + i;
-      headerText += chunk.toString('utf8', 0, i < 0 ? bytesRead : i);
+      pieces.push(chunk.subarray(0, i < 0 ? bytesRead : i));
       at += bytesRead;
       if (at > MAX_HEADER_BYTES) return { unused: 'unreadable', reason: 'no header' };
     }
+    const headerText = Buffer.concat(pieces).toString('utf8');
     let header: Header;
     try {
       header = JSON.parse(headerText) as Header;
