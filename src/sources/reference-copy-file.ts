@@ -133,8 +133,9 @@ export async function saveReferenceCopy(path: string, identity: ReferenceCopyIde
   const tmp = `${path}.tmp`;
   const fh = await open(tmp, 'w', 0o600);
   try {
-    await fh.write(Buffer.from(headerLine, 'utf8'));
-    for (const p of parts) await fh.write(p);
+    // (writeFile: each part whole, from where the last ended, however the writes come back)
+    await fh.writeFile(headerLine, 'utf8');
+    for (const p of parts) await fh.writeFile(p);
   } catch (err) {
     await fh.close().catch(() => undefined);
     await rm(tmp, { force: true });
