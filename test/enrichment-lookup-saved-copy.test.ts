@@ -41,6 +41,18 @@ function itemsOf(r: LookupCheck): unknown[] | string {
   return r.copy.kind === 'users' ? r.copy.users.toReferences() : [...r.copy.sites];
 }
 
+/** A users file of `names` in a new folder, parsed once by a watcher that saved its copy. */
+async function parsedAndSaved(names: string[]): Promise<{ dir: string; file: string; copyPath: string; parsed: LookupCheck }> {
+  const dir = work();
+  const file = join(dir, 'users.ndjson');
+  const copyPath = join(dir, 'users.copy');
+  writeFileSync(file, usersText(names));
+  const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
+  const parsed = await w.check();
+  await w.saved();
+  return { dir, file, copyPath, parsed };
+}
+
 function problems(): { list: string[]; onProblem: (p: string) => void } {
   const list: string[] = [];
   return { list, onProblem: (p) => list.push(p) };
@@ -112,13 +124,7 @@ describe('a lookup file’s saved copy', () => {
   });
 
   it('a changed file is parsed and its copy replaces the old one', async () => {
-    const dir = work();
-    const file = join(dir, 'users.ndjson');
-    const copyPath = join(dir, 'users.copy');
-    writeFileSync(file, usersText(['ada']));
-    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
-    await w.check();
-    await w.saved();
+    const { file, copyPath } = await parsedAndSaved(['ada']);
     writeFileSync(file, usersText(['ada', 'alan']));
     utimesSync(file, new Date(), new Date(Date.now() + 5000));
     const restarted = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
@@ -133,13 +139,7 @@ describe('a lookup file’s saved copy', () => {
   });
 
   it('a copy made with other fields, another limit or of another kind is not used', async () => {
-    const dir = work();
-    const file = join(dir, 'users.ndjson');
-    const copyPath = join(dir, 'users.copy');
-    writeFileSync(file, usersText(['ada', 'alan']));
-    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
-    await w.check();
-    await w.saved();
+    const { dir, file, copyPath } = await parsedAndSaved(['ada', 'alan']);
     const p = problems();
     const fewer = await new LookupFileWatcher('users', file, 'ndjson', 100, new Set(['name'] as const), { path: copyPath, onProblem: p.onProblem }).check();
     expect(typeof fewer !== 'string' && fewer.fromSavedCopy).toBeFalsy();
@@ -157,13 +157,7 @@ describe('a lookup file’s saved copy', () => {
   });
 
   it('a damaged or cut copy is reported and ignored: the file is parsed and the copy written again', async () => {
-    const dir = work();
-    const file = join(dir, 'users.ndjson');
-    const copyPath = join(dir, 'users.copy');
-    writeFileSync(file, usersText(['ada', 'alan', 'grace', 'linus']));
-    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
-    const good = await w.check();
-    await w.saved();
+    const { dir, file, copyPath, parsed: good } = await parsedAndSaved(['ada', 'alan', 'grace', 'linus']);
     const bytes = readFileSync(copyPath);
     const flipped = Buffer.from(bytes);
     flipped[flipped.length - 40]! ^= 0xff;

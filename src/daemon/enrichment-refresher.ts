@@ -33,7 +33,7 @@ import type { ReferenceData, ReferenceDataSink, SiteReference } from '../mapping
 import { SITE_FIELD_SOURCES, USER_FIELD_SOURCES, type EnrichmentField, type FieldCensus, type ReferenceKind } from '../sources/reference-records.js';
 import { referenceBuilder, type ReferenceCopy } from '../sources/reference-copy.js';
 import { LookupFileWatcher } from '../sources/reference-lookup-file.js';
-import { readReferenceCopy, saveReferenceCopy, type ReferenceCopyIdentity } from '../sources/reference-copy-file.js';
+import { ReferenceCopyFile, type ReferenceCopyIdentity } from '../sources/reference-copy-file.js';
 import type { Source } from '../sources/source.js';
 import { createSource, loadSourceTypes, sourceId } from '../sources/source-registry.js';
 import type { EncodeWorkerPool } from '../pipeline/worker-pool.js';
@@ -563,27 +563,22 @@ function copyPath(stateDir: string, kind: ReferenceKind): string {
   return join(stateDir, 'enrichment', `${kind}.copy`);
 }
 
-/** A TCM loader's saved copy: written after each load (one write at a time), read back at the start. */
+/** A TCM loader's saved copy: written after each load, read back at the start. */
 function savedTcmCopy(path: string, identity: ReferenceCopyIdentity, log: Logger): Pick<ReferenceLoader, 'restore' | 'keep' | 'settled'> {
-  let saving: Promise<void> = Promise.resolve();
+  const { kind } = identity;
+  const file = new ReferenceCopyFile(path, (err) => log.warn({ kind }, `enrichment ${kind}: the copy of the load could not be saved to ${path} (${err.code ?? err.message}); the next start fetches the lists`));
   return {
     restore: async () => {
-      const back = await readReferenceCopy(path, identity);
+      const back = await file.read(identity);
       if ('copy' in back) {
         const at = back.copy.savedAtMs ?? 0;
         return { copy: back.copy.copy, loadedAtMs: at, confirmedAtMs: at };
       }
-      if (back.unused === 'unreadable') log.warn({ kind: identity.kind }, `enrichment ${identity.kind}: the saved copy ${path} is not used: ${back.reason}; the lists are fetched`);
+      if (back.unused === 'unreadable') log.warn({ kind }, `enrichment ${kind}: the saved copy ${path} is not used: ${back.reason}; the lists are fetched`);
       return undefined;
     },
-    keep: (loaded) => {
-      saving = saving.then(() =>
-        saveReferenceCopy(path, identity, { copy: loaded.copy, census: loaded.census, entries: loaded.entries, hash: '' }).catch((err: NodeJS.ErrnoException) =>
-          log.warn({ kind: identity.kind }, `enrichment ${identity.kind}: the copy of the load could not be saved to ${path} (${err.code ?? err.message}); the next start fetches the lists`),
-        ),
-      );
-    },
-    settled: () => saving,
+    keep: (loaded) => file.save(identity, { copy: loaded.copy, census: loaded.census, entries: loaded.entries, hash: '' }),
+    settled: () => file.saved(),
   };
 }
 

@@ -98,7 +98,7 @@ function sameIdentity(a: ReferenceCopyIdentity, b: ReferenceCopyIdentity): strin
 }
 
 /** Save `copy` (of what `identity` names) at `path`, replacing the one there. */
-export async function saveReferenceCopy(path: string, identity: ReferenceCopyIdentity, copy: SavedReferenceCopy): Promise<void> {
+async function saveReferenceCopy(path: string, identity: ReferenceCopyIdentity, copy: SavedReferenceCopy): Promise<void> {
   if (endianness() !== 'LE') return; // the slots are written as the table holds them
   const parts: Uint8Array[] = [];
   const header: Header = {
@@ -145,6 +145,32 @@ export async function saveReferenceCopy(path: string, identity: ReferenceCopyIde
   await rename(tmp, path);
 }
 
+/**
+ * One kind's copy file: read back at the start, saved after each load, one save at a time and in
+ * order (a save that fails is told to `onSaveError`; the load it was of stands).
+ */
+export class ReferenceCopyFile {
+  private saving: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly path: string,
+    private readonly onSaveError: (err: NodeJS.ErrnoException) => void,
+  ) {}
+
+  read(identity: ReferenceCopyIdentity): Promise<ReadReferenceCopy> {
+    return readReferenceCopy(this.path, identity);
+  }
+
+  save(identity: ReferenceCopyIdentity, copy: SavedReferenceCopy): void {
+    this.saving = this.saving.then(() => saveReferenceCopy(this.path, identity, copy).catch(this.onSaveError));
+  }
+
+  /** Resolves once the saves asked for so far are done (written or failed). */
+  saved(): Promise<void> {
+    return this.saving;
+  }
+}
+
 /** The outcome of reading a copy back: the copy, or why it is not used. */
 export type ReadReferenceCopy = { copy: SavedReferenceCopy } | { unused: 'none' | 'stale'; reason: string } | { unused: 'unreadable'; reason: string };
 
@@ -153,7 +179,7 @@ export type ReadReferenceCopy = { copy: SavedReferenceCopy } | { unused: 'none' 
  * copy; `stale`: a copy of something else (another file, or the file as it was); `unreadable`:
  * a copy that is damaged or of another format (worth reporting).
  */
-export async function readReferenceCopy(path: string, identity: ReferenceCopyIdentity): Promise<ReadReferenceCopy> {
+async function readReferenceCopy(path: string, identity: ReferenceCopyIdentity): Promise<ReadReferenceCopy> {
   let fh;
   try {
     fh = await open(path, 'r');

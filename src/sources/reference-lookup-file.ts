@@ -31,7 +31,7 @@ import type { SiteReference } from '../mapping/reference-data.js';
 import { ENRICHMENT_FIELDS, FieldCensus, siteReferenceOf, userReferenceOf, USER_FIELD_SOURCES, SITE_FIELD_SOURCES, type EnrichmentField, type ReferenceKind } from './reference-records.js';
 import { referenceBuilder, UserTable, type ReferenceCopy } from './reference-copy.js';
 import { UserSection, type TransferableUserSection } from '../mapping/reference-table-builder.js';
-import { readReferenceCopy, saveReferenceCopy, type ReferenceCopyIdentity } from './reference-copy-file.js';
+import { ReferenceCopyFile, type ReferenceCopyIdentity } from './reference-copy-file.js';
 
 export type LookupFormat = 'csv' | 'ndjson';
 
@@ -185,8 +185,7 @@ export class LookupFileWatcher {
   private failed = false;
   /** Whether the saved copy was looked at (once: at the first look at the file). */
   private savedLookedAt = false;
-  /** The saves so far (one at a time, in order). */
-  private saving: Promise<void> = Promise.resolve();
+  private readonly copyFile: ReferenceCopyFile | undefined;
 
   constructor(
     readonly kind: ReferenceKind,
@@ -196,11 +195,16 @@ export class LookupFileWatcher {
     private readonly fields: ReadonlySet<EnrichmentField> = new Set(ENRICHMENT_FIELDS),
     /** Keep a copy of each parse there and start from it when the file is as it was (a restart). */
     private readonly savedCopy?: SavedCopyOptions,
-  ) {}
+  ) {
+    if (savedCopy) {
+      const { path, onProblem } = savedCopy;
+      this.copyFile = new ReferenceCopyFile(path, (err) => onProblem?.(`the copy of the parse could not be saved to ${path} (${err.code ?? err.message}); the next start parses the file`));
+    }
+  }
 
   /** Resolves once the copies of the parses so far are written (or failed: reported to onProblem). */
   saved(): Promise<void> {
-    return this.saving;
+    return this.copyFile?.saved() ?? Promise.resolve();
   }
 
   /**
@@ -241,15 +245,15 @@ export class LookupFileWatcher {
     if (signature.startsWith('error:')) throw new LookupFileError(this.file, undefined, `cannot read the lookup file (${signature.slice(6)})`);
     if (size > MAX_LOOKUP_FILE_BYTES) throw new LookupFileError(this.file, undefined, `larger than ${MAX_LOOKUP_FILE_BYTES} bytes`);
     const identity: ReferenceCopyIdentity = { kind: this.kind, file: this.file, signature, fields: [...this.fields], maxItems: this.maxItems };
-    if (this.savedCopy && !this.savedLookedAt) {
+    if (this.copyFile && !this.savedLookedAt) {
       this.savedLookedAt = true;
-      const back = await readReferenceCopy(this.savedCopy.path, identity);
+      const back = await this.copyFile.read(identity);
       if ('copy' in back) {
         this.hash = back.copy.hash;
         const { copy, census, entries, hash } = back.copy;
         return { copy, census, entries, hash, fromSavedCopy: true };
       }
-      if (back.unused === 'unreadable') this.savedCopy.onProblem?.(`the saved copy ${this.savedCopy.path} is not used: ${back.reason}; the file is parsed`);
+      if (back.unused === 'unreadable') this.savedCopy!.onProblem?.(`the saved copy ${this.copyFile.path} is not used: ${back.reason}; the file is parsed`);
     }
     // read as it streams (never whole); the hash comes with the entries
     let result: LookupFileResult;
@@ -261,19 +265,12 @@ export class LookupFileWatcher {
     }
     if (result.hash === this.hash) {
       this.failed = false; // the content of the last good copy (touched, or back to it): nothing new
-      if (this.savedCopy) this.save(identity, result); // the copy stands for the file as it is now
+      this.copyFile?.save(identity, result); // the copy stands for the file as it is now
       return undefined;
     }
     this.hash = result.hash;
-    if (this.savedCopy) this.save(identity, result);
+    this.copyFile?.save(identity, result);
     return result;
-  }
-
-  private save(identity: ReferenceCopyIdentity, result: LookupFileResult): void {
-    const { path, onProblem } = this.savedCopy!;
-    this.saving = this.saving.then(() =>
-      saveReferenceCopy(path, identity, result).catch((err: NodeJS.ErrnoException) => onProblem?.(`the copy of the parse could not be saved to ${path} (${err.code ?? err.message}); the next start parses the file`)),
-    );
   }
 }
 
