@@ -9,6 +9,7 @@ import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, renameSync, readF
 import { open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { CheckpointEncoder } from './checkpoint-encoder.js';
 
 export type { ObjectProgress, FileIdentity, SourceCheckpoint } from '../sources/source-checkpoint.js';
 import type { SourceCheckpoint } from '../sources/source-checkpoint.js';
@@ -66,6 +67,10 @@ export class CheckpointStore {
   private dirty = false;
   private lastSavedAt = 0;
   private tmpCounter = 0;
+  /** The file's bytes, built in one buffer kept between saves (checkpoint-encoder.ts). */
+  private readonly encoder = new CheckpointEncoder();
+  /** An async save is writing the encoder's buffer (a save made meanwhile encodes into a buffer of its own). */
+  private writing = false;
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true });
@@ -139,11 +144,11 @@ export class CheckpointStore {
   /** Write the file if anything changed. Throws when the write failed; the old file is intact. */
   save(): boolean {
     if (!this.dirty) return false;
-    const { tmp, text } = this.snapshot();
+    const { tmp, bytes } = this.snapshot();
     let fd: number | undefined;
     try {
       fd = openSync(tmp, 'w', 0o600);
-      writeSync(fd, text);
+      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
       fsyncSync(fd);
       closeSync(fd);
       fd = undefined;
@@ -174,14 +179,19 @@ export class CheckpointStore {
    */
   async saveAsync(): Promise<boolean> {
     if (!this.dirty) return false;
-    const { tmp, text } = this.snapshot();
+    const { tmp, bytes } = this.snapshot();
     try {
-      const fh = await open(tmp, 'w', 0o600);
+      this.writing = true;
       try {
-        await fh.writeFile(text);
-        await fh.sync();
+        const fh = await open(tmp, 'w', 0o600);
+        try {
+          await fh.writeFile(bytes);
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
       } finally {
-        await fh.close();
+        this.writing = false;
       }
       await rename(tmp, this.file);
       const dh = await open(this.dir, 'r');
@@ -200,9 +210,9 @@ export class CheckpointStore {
   }
 
   /** The state as it is now, to be written; changes after this mark the store dirty again. */
-  private snapshot(): { tmp: string; text: string } {
+  private snapshot(): { tmp: string; bytes: Buffer } {
     this.data.savedAt = new Date().toISOString();
     this.dirty = false;
-    return { tmp: `${this.file}.tmp-${process.pid}-${++this.tmpCounter}`, text: JSON.stringify(this.data) };
+    return { tmp: `${this.file}.tmp-${process.pid}-${++this.tmpCounter}`, bytes: (this.writing ? new CheckpointEncoder() : this.encoder).encode(this.data) };
   }
 }
