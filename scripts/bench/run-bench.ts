@@ -73,6 +73,7 @@ const { values: flags } = parseArgs({
     'ours-node-flags': { type: 'string', default: '' },
     'ours-env': { type: 'string', multiple: true, default: [] },
     enrichment: { type: 'boolean', default: false },
+    'small-objects': { type: 'string', default: '0' },
     json: { type: 'string' },
     profile: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
@@ -91,7 +92,8 @@ if (flags.help) {
       '  --baseline DIR   also run DIR/dist/cli.js (another checkout, built) in every repetition: before/after in one run\n' +
       '  --ours-node-flags "FLAGS"  node flags for ours (not the baseline), e.g. the image\'s: --ours-node-flags=--max-semi-space-size=1\n' +
       '  --ours-env K=V   an environment variable for ours (not the baseline); repeatable\n' +
-      '  --enrichment     also run ours with enrichment on (lookup files of 200 000 users and 5 000 sites, the corpus\'s among them) in every repetition\n',
+      '  --enrichment     also run ours with enrichment on (lookup files of 200 000 users and 5 000 sites, the corpus\'s among them) in every repetition\n' +
+      '  --small-objects N  also run ours (and the baseline) on N small plain objects of 5 records in every repetition (a checkpoint of megabytes)\n',
   );
   process.exit(0);
 }
@@ -129,6 +131,7 @@ function launch(cli: string, args: string[], nodeFlags: string[] = []): { args: 
   return { args: [...OURS_NODE_FLAGS, ...nodeFlags, cli, ...args], env: { ...childEnv(), ...OURS_ENV } };
 }
 const RUN_ENRICHMENT = flags.enrichment;
+const SMALL_OBJECTS = flags['small-objects'] === '0' ? 0 : positiveInt('small-objects', flags['small-objects']);
 const BASELINE_CLI = flags.baseline ? path.resolve(flags.baseline, 'dist', 'cli.js') : undefined;
 if (BASELINE_CLI && !fs.existsSync(BASELINE_CLI)) {
   process.stderr.write(`--baseline: ${BASELINE_CLI} is missing (build that checkout first)\n`);
@@ -606,6 +609,42 @@ const ALIGN = [false, true, true, true, true, true, true, true, true, false];
 // The plain copy of the corpus (every gzip object gunzipped, same names)
 // ---------------------------------------------------------------------------
 
+/**
+ * `objects` small plain objects in `dst`, copies of the corpus's plain objects of other types
+ * than vizql (5 records each) under new names, spread over the day's 24 hour partitions: a
+ * backlog whose checkpoint keeps an entry per object (some 400 bytes each).
+ */
+async function smallObjectsCopy(src: string, dst: string, objects: number): Promise<{ objects: number; events: number; bytes: number }> {
+  const sources: Array<{ rel: string; text: Buffer; lines: number }> = [];
+  const walk = async (dir: string): Promise<void> => {
+    for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
+      const a = path.join(dir, e.name);
+      if (e.isDirectory()) await walk(a);
+      else if (e.isFile() && !a.includes('eventType=vizql_http_request')) {
+        const text = await fsp.readFile(a);
+        if (text[0] === 0x1f && text[1] === 0x8b) continue;
+        sources.push({ rel: path.relative(src, a), text, lines: text.toString('utf8').split('\n').filter((l) => l.trim() !== '').length });
+      }
+    }
+  };
+  await walk(src);
+  sources.sort((a, b) => (a.rel < b.rel ? -1 : 1));
+  if (sources.length === 0) throw new Error(`no plain objects in ${src} to copy`);
+  let events = 0;
+  let bytes = 0;
+  for (let i = 0; i < objects; i++) {
+    const from = sources[i % sources.length]!;
+    const hour = String(i % 24).padStart(2, '0');
+    const rel = from.rel.replace(/\/h=\d\d\//, `/h=${hour}/`).replace(/\.txt$/, `-${i}.txt`);
+    const to = path.join(dst, rel);
+    await fsp.mkdir(path.dirname(to), { recursive: true });
+    await fsp.writeFile(to, from.text);
+    events += from.lines;
+    bytes += from.text.length;
+  }
+  return { objects, events, bytes };
+}
+
 async function plainCopy(src: string, dst: string): Promise<number> {
   let bytes = 0;
   const walk = async (from: string, to: string): Promise<void> => {
@@ -792,6 +831,11 @@ async function main(): Promise<number> {
         progress(`plain copy: ${num(bytes / 1e6, 1)} MB`);
       }
 
+      const smallDir = path.join(workDir, 'corpus-small');
+      const small = SMALL_OBJECTS > 0 ? await smallObjectsCopy(corpus.dir, smallDir, SMALL_OBJECTS) : undefined;
+      if (small) progress(`small objects: ${num(small.objects)} plain objects, ${num(small.events)} events, ${num(small.bytes / 1e6, 1)} MB`);
+      const smallReps: RepResult[] = [];
+      const baseSmallReps: RepResult[] = [];
       const floorReps: RepResult[] = [];
       const naiveReps: RepResult[] = [];
       const oursReps: RepResult[] = [];
@@ -875,6 +919,18 @@ async function main(): Promise<number> {
           check('ours enriched, saved copies', w);
           enrichedWarmReps.push(w);
         }
+        if (small) {
+          progress(`rep ${rep}/${REPS}: ours, ${num(small.objects)} small objects`);
+          const so = await runOurs(workDir, smallDir, small.events, receiver, endpoint, `small-${rep}`);
+          check('ours small objects', so);
+          smallReps.push(so);
+          if (BASELINE_CLI) {
+            progress(`rep ${rep}/${REPS}: baseline, ${num(small.objects)} small objects`);
+            const bs = await runOurs(workDir, smallDir, small.events, receiver, endpoint, `base-small-${rep}`, [], BASELINE_CLI);
+            check('baseline small objects', bs);
+            baseSmallReps.push(bs);
+          }
+        }
         if (BASELINE_CLI) {
           progress(`rep ${rep}/${REPS}: baseline`);
           const b = await runOurs(workDir, corpus.dir, corpus.events, receiver, endpoint, `base-${rep}`, [], BASELINE_CLI);
@@ -901,6 +957,8 @@ async function main(): Promise<number> {
       const oursPlain = RUN_PLAIN ? summarise('ours, plain', 'ours on the plain copy', corpus.events, corpus.uncompressedBytes, oursPlainReps) : undefined;
       const enriched = enrichmentYaml ? summarise('ours, enrichment', 'ours with enrichment on (200 000 users, 5 000 sites from lookup files)', corpus.events, corpus.uncompressedBytes, enrichedReps) : undefined;
       const enrichedWarm = enrichmentYaml ? summarise('ours, enrichment, saved', 'ours with enrichment on, the lookup files\' copies saved by an earlier run there', corpus.events, corpus.uncompressedBytes, enrichedWarmReps) : undefined;
+      const oursSmall = small ? summarise('ours, small objects', `ours on ${num(small.objects)} plain objects of 5 records`, small.events, small.bytes, smallReps) : undefined;
+      const baseSmall = small && BASELINE_CLI ? summarise('baseline, small objects', `${flags.baseline} on the small objects`, small.events, small.bytes, baseSmallReps) : undefined;
       const base = BASELINE_CLI ? summarise('baseline', `${flags.baseline} on the corpus`, corpus.events, corpus.uncompressedBytes, baseReps) : undefined;
       const basePlain = BASELINE_CLI && RUN_PLAIN ? summarise('baseline, plain', `${flags.baseline} on the plain copy`, corpus.events, corpus.uncompressedBytes, basePlainReps) : undefined;
 
@@ -946,7 +1004,7 @@ async function main(): Promise<number> {
       );
       out.push('CPU s: user + system CPU-seconds of the process tree (median); peak RSS: median over the reps of each rep\'s peak; max RSS: the largest');
       out.push('');
-      const rows = [floor, naive, naiveDefault, ours, ...(floorPlain && oursPlain ? [floorPlain, oursPlain] : []), ...(enriched ? [enriched] : []), ...(enrichedWarm ? [enrichedWarm] : []), ...(base ? [base] : []), ...(basePlain ? [basePlain] : [])].map(caseRow);
+      const rows = [floor, naive, naiveDefault, ours, ...(floorPlain && oursPlain ? [floorPlain, oursPlain] : []), ...(enriched ? [enriched] : []), ...(enrichedWarm ? [enrichedWarm] : []), ...(base ? [base] : []), ...(basePlain ? [basePlain] : []), ...(oursSmall ? [oursSmall] : []), ...(baseSmall ? [baseSmall] : [])].map(caseRow);
       out.push(table(HEADERS, rows, ALIGN));
       const floorRatio = ours.eventsPerSecond / floor.eventsPerSecond;
       const naiveRatio = ours.eventsPerSecond / naive.eventsPerSecond;
@@ -1024,12 +1082,13 @@ async function main(): Promise<number> {
         out.push('top functions by self time:');
         out.push(table(['function', 'where', 'self ms', '%'], profile.topFunctions.map((f) => [f.fn, f.where, num(f.selfMs), num(f.percent, 1)]), [false, false, true, true]));
       }
-      for (const c of [floor, naive, ours, ...(floorPlain && oursPlain ? [floorPlain, oursPlain] : []), ...(big ? [big.result] : [])]) {
+      if (oursSmall) out.push(`ours peak RSS on ${num(small!.objects)} small objects: ${num(oursSmall.medianPeakRssMb)} MB, max ${num(oursSmall.peakRssMb)} MB` + (baseSmall ? `; baseline ${num(baseSmall.medianPeakRssMb)} MB` : ''));
+      for (const c of [floor, naive, ours, ...(floorPlain && oursPlain ? [floorPlain, oursPlain] : []), ...(big ? [big.result] : []), ...(oursSmall ? [oursSmall] : [])]) {
         for (const r of c.reps) if (!r.ok) failures.push(`${c.name}: ${r.problem}`);
       }
       Object.assign(doc, {
         corpus,
-        cases: { floor, naive, naiveDefaultQueue: naiveDefault, ours, ...(floorPlain && oursPlain ? { floorPlain, oursPlain } : {}), ...(enriched ? { oursEnriched: enriched } : {}), ...(enrichedWarm ? { oursEnrichedSavedCopies: enrichedWarm } : {}), ...(base ? { baseline: base } : {}), ...(basePlain ? { baselinePlain: basePlain } : {}) },
+        cases: { floor, naive, naiveDefaultQueue: naiveDefault, ours, ...(floorPlain && oursPlain ? { floorPlain, oursPlain } : {}), ...(enriched ? { oursEnriched: enriched } : {}), ...(enrichedWarm ? { oursEnrichedSavedCopies: enrichedWarm } : {}), ...(base ? { baseline: base } : {}), ...(basePlain ? { baselinePlain: basePlain } : {}), ...(oursSmall ? { oursSmallObjects: oursSmall } : {}), ...(baseSmall ? { baselineSmallObjects: baseSmall } : {}) },
         ratios: { oursToFloor: floorRatio, oursToNaive: naiveRatio, pairedOursToFloor: pairedFloor, pairedOursToNaive: pairedNaive, ...(cpuRatio !== undefined ? { cpuOursToFloorPlain: cpuRatio, pairedCpuOursToFloorPlain: pairedCpu } : {}) },
         targets: {
           ...TARGETS,
