@@ -162,6 +162,24 @@ describe('directory source: files being written', () => {
     expect(deadLetters(state)).toEqual([]);
   }, 60_000);
 
+  it('a finished file (an hour partition) read to the size listed: lines appended later arrive once, at the next poll', async () => {
+    receiver = await startOtlpReceiver();
+    const { logs, state, config } = setup();
+    const w = new Writer();
+    const folder = join(logs, `siteLuid=${SITE}`, 'y=2026', 'm=11', 'd=29', 'h=10', 'eventType=hist_access_view');
+    mkdirSync(folder, { recursive: true });
+    const file = join(folder, 'activity-log-1.txt');
+    writeFileSync(file, w.lines(20));
+    daemon(config);
+    expect((await allArrived(receiver, w)).duplicates).toBe(0);
+    for (let round = 0; round < 3; round++) {
+      appendFileSync(file, w.lines(7));
+      expect((await allArrived(receiver, w)).duplicates).toBe(0);
+    }
+    expect(deadLetters(state)).toEqual([]);
+    uidsStable(receiver);
+  }, 60_000);
+
   it('rotation by rename: the renamed file is followed to its end, the new one read from its start; nothing twice', async () => {
     receiver = await startOtlpReceiver();
     const { logs, state, config } = setup();

@@ -56,6 +56,26 @@ describe('fileChunks', () => {
     expect(chunks.slice(1).every((c) => c.length <= 64 * 1024)).toBe(true);
   });
 
+  it('endAtExpectedSize (a finished file): ends at the size listed, bytes past it are left for the next listing', async () => {
+    const file = join(dir, 'finished-grew.txt');
+    const first = Buffer.from('{"a":1}\n'.repeat(1000));
+    writeFileSync(file, first);
+    appendFileSync(file, '{"b":2}\n');
+    const ends: Array<number | null> = [];
+    const chunks = await collect(fileChunks(file, { expectedSize: first.length, endAtExpectedSize: true, onEnd: (e) => ends.push(e) }));
+    expect(Buffer.concat(chunks).equals(first)).toBe(true);
+    expect(ends).toEqual([first.length]);
+    // from that end, the rest (what the next listing reads by offset)
+    const rest = await collect(fileChunks(file, { expectedSize: first.length + 8, start: first.length, endAtExpectedSize: true, onEnd: (e) => ends.push(e) }));
+    expect(Buffer.concat(rest).toString()).toBe('{"b":2}\n');
+    expect(ends).toEqual([first.length, first.length + 8]);
+    // a file that shrank since: what is there, its end where the bytes ended
+    truncateSync(file, 100);
+    const cut = await collect(fileChunks(file, { expectedSize: first.length, endAtExpectedSize: true, onEnd: (e) => ends.push(e) }));
+    expect(Buffer.concat(cut).equals(first.subarray(0, 100))).toBe(true);
+    expect(ends.at(-1)).toBe(100);
+  });
+
   it('returns what is there when the file shrank since it was listed', async () => {
     const file = join(dir, 'shrank.txt');
     const data = randomBytes(100_000);

@@ -172,6 +172,8 @@ export class DirectorySource implements Source {
             start,
             signal,
             ino: file.ino,
+            // a finished file ends at the size listed (growth past it is read at the next poll)
+            ...(growing ? {} : { endAtExpectedSize: true }),
             // the size committed with the object's progress: where its end was when it was read
             onEnd: (end) => {
               if (end === null) delete listed.size;

@@ -32,6 +32,12 @@ export interface FileChunksOptions {
    * (rotated in between), nothing is read and `onEnd(null)` is called.
    */
   ino?: number;
+  /**
+   * The file is finished: its end is taken to be the size listed, without a read past it to
+   * confirm it (one file operation fewer per file; bytes it has past that size are read from
+   * there at the next listing, which sees the larger size).
+   */
+  endAtExpectedSize?: boolean;
   /** Called once the end of the file is reached, with the position of that end (the bytes it then had). */
   onEnd?: (endPosition: number | null) => void;
 }
@@ -57,6 +63,10 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
     let pos = options.start ?? 0;
     for (;;) {
       const remaining = options.expectedSize - pos;
+      if (remaining <= 0 && options.endAtExpectedSize) {
+        options.onEnd?.(pos);
+        return;
+      }
       const want = remaining > 0 ? Math.min(remaining, maxRead) : probe;
       const buf = Buffer.allocUnsafeSlow(want);
       const { bytesRead } = await handle.read(buf, 0, want, pos);
