@@ -68,13 +68,13 @@ describe('damaged checkpoint files', () => {
     expect(errorOf(notAnObject.open).problem).toMatch(/^not a checkpoint file: \(top level\): /);
   });
 
-  it('a good file with fields a later version added is read and written back with them', () => {
+  it('a good file with fields a later version added is read and written back with them', async () => {
     const good = storeWith(JSON.stringify({ version: 1, savedAt: 'x', future: 'kept', sources: { s: { objects: { a: { line: 5, done: true, size: 10, etag: 'e' } }, position: { watermark: 'h=03' } } } }));
     const store = good.open();
     expect(store.source('s').objects.a).toEqual({ line: 5, done: true, size: 10, etag: 'e' });
     store.source('s').objects.b = { line: 1 };
     store.markDirty();
-    store.save();
+    await store.saveAsync();
     const back = JSON.parse(readFileSync(good.file, 'utf8')) as Record<string, unknown>;
     expect(back.future).toBe('kept');
     expect(back.sources).toEqual({ s: { objects: { a: { line: 5, done: true, size: 10, etag: 'e' }, b: { line: 1 } }, position: { watermark: 'h=03' } } });

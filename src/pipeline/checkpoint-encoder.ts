@@ -8,9 +8,9 @@
  * string of that size per save lands in V8's large-object space, which only a full collection
  * frees; in a run over 6 000 small objects (a 2.3 MB checkpoint) the main thread's heap grew to
  * 93 MB between two full collections and the process peaked 50 MB higher than with the saves
- * spaced a second apart (docs/performance.md). Here the state is walked down to its objects'
- * entries, each entry is stringified alone (a small string that dies young) and its UTF-8 bytes
- * are written into the kept buffer.
+ * spaced a second apart (docs/performance.md). Here the state is walked down to each source's
+ * objects, which are stringified 64 at a time (a string of some 25 KB, which dies young), and
+ * their UTF-8 bytes are written into the kept buffer.
  */
 
 /** How deep the walk goes before a value is stringified whole: the file, `sources`, a source, its `objects` (or `gone`, `position`). */

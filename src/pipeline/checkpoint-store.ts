@@ -5,7 +5,7 @@
  * checkpoint, never a torn one. A failed write (disk full) keeps the previous file and is
  * reported; the pipeline then stops advancing instead of losing its place.
  */
-import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, renameSync, readFileSync, unlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -141,41 +141,11 @@ export class CheckpointStore {
     if (!this.dirty && this.lastSavedAt > 0) this.lastSavedAt = Date.now();
   }
 
-  /** Write the file if anything changed. Throws when the write failed; the old file is intact. */
-  save(): boolean {
-    if (!this.dirty) return false;
-    const { tmp, bytes } = this.snapshot();
-    let fd: number | undefined;
-    try {
-      fd = openSync(tmp, 'w', 0o600);
-      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
-      fsyncSync(fd);
-      closeSync(fd);
-      fd = undefined;
-      renameSync(tmp, this.file);
-      const dfd = openSync(this.dir, 'r');
-      try {
-        fsyncSync(dfd);
-      } finally {
-        closeSync(dfd);
-      }
-    } catch (err) {
-      if (fd !== undefined) closeSync(fd);
-      try {
-        unlinkSync(tmp);
-      } catch {
-        /* nothing to clean */
-      }
-      this.dirty = true;
-      throw err;
-    }
-    this.lastSavedAt = Date.now();
-    return true;
-  }
-
   /**
-   * The same as save(), with the I/O (write, fsync, rename, directory fsync) off the main
-   * thread. The caller must not run two saves at once (CheckpointSaver serialises them).
+   * Write the file if anything changed, the I/O (write, fsync, rename, directory fsync) off the
+   * main thread. Throws when the write failed; the old file is intact. A save started while
+   * another is still writing (CheckpointSaver's flush at a stop can overlap one of its own saves)
+   * encodes into a buffer of its own.
    */
   async saveAsync(): Promise<boolean> {
     if (!this.dirty) return false;
