@@ -40,7 +40,9 @@ export class ObjectReader {
     const started = Date.now();
     const tracker = new ObjectTracker(obj, this.commit);
     const keyInfo = obj.info ? { ...parseObjectKey(obj.key), ...obj.info } : parseObjectKey(obj.key);
-    const uidPrefix = uidPrefixFor(obj.identity);
+    // (from the identity open() may set with the first bytes: see SourceObject.open)
+    let prefix: string | undefined;
+    const uidPrefix = (): string => (prefix ??= uidPrefixFor(obj.identity));
     let lastLine = obj.resumeAfterLine;
     // objects read from a byte offset: lines are numbered on from `startLine`, offsets counted from `startOffset`
     const base = obj.startOffset ?? 0;
@@ -66,12 +68,12 @@ export class ObjectReader {
           if (item.kind === 'limit') {
             // the rest of the object is one dead letter; the object counts as read (the checkpoint moves past it)
             telemetry.objectOverLimit(obj.key, item.limit.line, item.limit.reason);
-            await this.deadLetters.line(obj.key, uidPrefix, item.limit.line, item.limit.reason, '', keyInfo);
+            await this.deadLetters.line(obj.key, uidPrefix(), item.limit.line, item.limit.reason, '', keyInfo);
             break;
           }
           if (item.kind === 'oversize') {
             const o = item.oversize;
-            await this.deadLetters.line(obj.key, uidPrefix, o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head, keyInfo);
+            await this.deadLetters.line(obj.key, uidPrefix(), o.line, `line of ${o.bytes} bytes exceeds maxLineBytes ${settings.maxLineBytes}`, o.head, keyInfo);
             lastOffset = base + o.endOffset;
             tracker.settle(tracker.add(o.line, lastOffset));
             lastLine = o.line;
@@ -79,7 +81,7 @@ export class ObjectReader {
             lastLine = lastLineOf(item.chunk);
             lastOffset = base + item.chunk.endOffset;
             telemetry.bytesRead(item.chunk.byteLength);
-            await this.batches.add(tracker, keyInfo, uidPrefix, item.chunk, lastOffset);
+            await this.batches.add(tracker, keyInfo, uidPrefix(), item.chunk, lastOffset);
           }
           if (signal.aborted) return; // stop mid-object: what was read is in batches
         }
@@ -89,7 +91,7 @@ export class ObjectReader {
         const message = (err as Error).message;
         if (isPermanentReadError(err)) {
           telemetry.objectUnreadable(obj.key, lastLine + 1, message);
-          await this.deadLetters.line(obj.key, uidPrefix, lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '', keyInfo);
+          await this.deadLetters.line(obj.key, uidPrefix(), lastLine + 1, `object unreadable after line ${lastLine}: ${message}`, '', keyInfo);
           break;
         }
         if (attempt < settings.objectReadAttempts) {
@@ -102,6 +104,7 @@ export class ObjectReader {
         throw new SourceReadError(obj.key, message);
       }
     }
+    if (obj.skipped) return; // nothing was read: no progress (listed again next poll)
     tracker.finish(lastLine, lastOffset);
     telemetry.objectRead(started);
   }

@@ -35,7 +35,16 @@ export interface SourceObject {
    */
   info?: Partial<ObjectKeyInfo>;
   /**
-   * The object's bytes. A read error with `permanent: true` (or a corrupt gzip stream) means the
+   * Set by open() when it read nothing and the object is to be left as if it had not been
+   * listed (a local file removed, replaced or unreadable before its first bytes: looked at
+   * again at the next listing). No progress is recorded for it.
+   */
+  skipped?: boolean;
+  /**
+   * The object's bytes. A source may leave `identity`, `file`, `startOffset`, `startLine` and
+   * `size` to be set by open() before it yields its first bytes (the directory source names a
+   * file from the bytes it reads: one open per file); the pipeline reads them only after that.
+   * A read error with `permanent: true` (or a corrupt gzip stream) means the
    * object can never be read past that point: the rest is dead-lettered. Any other error is
    * transient: after a few attempts the poll stops and the object is read again later, from the
    * last acknowledged line.

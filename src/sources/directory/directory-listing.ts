@@ -28,6 +28,8 @@ export interface ListedFile {
   ino: number;
   size: number;
   mtimeMs: number;
+  /** Last change of the file or its metadata, when listed. */
+  ctimeMs: number;
 }
 
 /** A folder's entries worth a `stat`, in name order: hidden and unwanted names already left out. */
@@ -158,7 +160,7 @@ export async function listFiles(
         const fid = `${st.dev}:${st.ino}`;
         if (seenFiles.has(fid)) continue;
         seenFiles.add(fid);
-        out.push({ key, full, folder: prefix, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs });
+        out.push({ key, full, folder: prefix, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
       }
     }
   };

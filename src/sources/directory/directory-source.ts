@@ -29,7 +29,7 @@ import type { Logger } from '../../core/logger.js';
 import { parseObjectKey } from '../../decoding/object-key.js';
 import { fileChunks } from './file-chunks.js';
 import { FolderCache, listFiles, type ListedFile } from './directory-listing.js';
-import { fileUidIdentity, readFileHead, type FileHead } from './file-identity.js';
+import { fileUidIdentity, headOf, readFileHead, type FileHead } from './file-identity.js';
 import { directorySourceId, type DirectorySourceConfig } from './config.js';
 
 export { directorySourceConfigSchema, type DirectorySourceConfig } from './config.js';
@@ -44,6 +44,12 @@ interface Candidate extends ListedFile {
 export interface DirectorySourceHooks {
   /** Lists the files to read (default: every wanted file under the root, listFiles). Keys are relative to the root. */
   list?(): Promise<ListedFile[]>;
+  /**
+   * Every listed object's identity is known when pending() returns (default false: a finished
+   * file read for the first time is named from the bytes its read starts with, see
+   * identifiedWhenRead). For a source that looks objects up by identity before reading them.
+   */
+  identityWhenListed?: boolean;
 }
 
 export class DirectorySource implements Source {
@@ -133,6 +139,13 @@ export class DirectorySource implements Source {
       if (progress?.offset !== undefined && progress.offset === f.size) continue; // nothing new
       if (deferred.has(f.key)) continue;
       const finished = isFinished(f);
+      if (!progress && finished && f.head === undefined && !this.hooks.identityWhenListed) {
+        // a finished file not read before, and no entry it could be the copy of (matchIdentities
+        // read no head of it): named when it is read, from the same open
+        if (f.size === 0) continue; // nothing to read yet
+        out.push(this.identifiedWhenRead(f, (knownUids ??= uidsIn(checkpoint)), now));
+        continue;
+      }
       // an entry with a byte offset is a plain file; otherwise the head says (gzip, fingerprint)
       let head = f.head;
       if (!progress?.file || progress.offset === undefined) {
@@ -184,6 +197,63 @@ export class DirectorySource implements Source {
       out.push(listed);
     }
     return out;
+  }
+
+  /**
+   * A finished file read for the first time, opened once: its identity (device, inode,
+   * fingerprint) comes from the handle its bytes are read through, and whether it is gzip from
+   * those bytes, before the first of them reaches the pipeline. A small file was otherwise
+   * opened twice (its head at listing, its bytes at reading): ten file operations, each a
+   * handoff to libuv's pool, where it now takes five. A file gone, replaced or unreadable before
+   * its first bytes is skipped (left as if not listed, looked at again next poll), as a head
+   * that cannot be read was.
+   */
+  private identifiedWhenRead(f: Candidate, known: Set<string>, now: number): SourceObject {
+    const listed: SourceObject = {
+      key: f.key,
+      identity: '', // set with the first bytes (see SourceObject.open)
+      size: f.size,
+      resumeAfterLine: 0,
+      open: (signal) => (listed.file ? again(signal) : first(signal)),
+    };
+    const full = f.full;
+    const onEnd = (end: number | null): void => {
+      if (listed.startOffset === undefined) return; // gzip: its size is the one listed
+      if (end === null) delete listed.size;
+      else listed.size = end;
+    };
+    // read again after a transient error: the file named on the first read, from its start
+    const again = (signal: AbortSignal): AsyncIterable<Buffer> =>
+      fileChunks(full, { expectedSize: f.size, signal, ino: listed.file!.ino, endAtExpectedSize: listed.startOffset !== undefined, onEnd });
+    const log = this.log;
+    const first = async function* (this: DirectorySource, signal: AbortSignal): AsyncGenerator<Buffer> {
+      const chunks = fileChunks(full, {
+        expectedSize: f.size,
+        signal,
+        ino: f.ino,
+        onEnd,
+        onFirstBytes: (st, bytes) => {
+          const { gzip, fp } = headOf(bytes, true);
+          listed.file = this.newIdentity(known, st.dev, st.ino, fp!, now);
+          listed.identity = listed.file.uid;
+          // plain: by byte offset from its start, to the size listed (growth is read from there
+          // at the next poll); gzip: by line count, to its end
+          if (!gzip) {
+            listed.startOffset = 0;
+            listed.startLine = 0;
+          }
+          return { endAtExpectedSize: !gzip };
+        },
+      });
+      try {
+        for await (const chunk of chunks) yield chunk;
+      } catch (err) {
+        if (listed.file || signal.aborted) throw err;
+        log?.debug({ object: f.key, err: (err as Error).message }, 'file not read: it could not be opened');
+      }
+      if (!listed.file) listed.skipped = true;
+    }.bind(this);
+    return listed;
   }
 
   /**
@@ -262,8 +332,12 @@ export class DirectorySource implements Source {
     }
     // copies (logrotate copytruncate, a compressed rotation): another inode, the same first bytes
     let present: Set<string> | undefined;
+    const presentFps = (): Set<string> => (present ??= new Set(Object.values(checkpoint.objects).flatMap((p) => (p.file ? [p.file.fp] : []))));
     for (const f of unclaimed) {
       if (checkpoint.objects[f.key]) continue;
+      // no entry to claim, and no file in place it could be a copy just made of (none, or it
+      // changed too long ago): its head would change nothing here, and is not read
+      if (claimable.length === 0 && (now - f.ctimeMs >= this.copySettleMs || presentFps().size === 0)) continue;
       const h = await head(f);
       if (!h?.fp) continue;
       // (a copy has another inode: the same one shorter than what was read was truncated)
@@ -272,8 +346,7 @@ export class DirectorySource implements Source {
         // the first bytes of a file that is still there: a copy just made, its original about to
         // be truncated (copytruncate) or removed (compress). Wait a little for that; a file that
         // stays like this is another file that begins the same way, and new.
-        present ??= new Set(Object.values(checkpoint.objects).flatMap((p) => (p.file ? [p.file.fp] : [])));
-        if (present.has(h.fp) && now - h.ctimeMs < this.copySettleMs) deferred.add(f.key);
+        if (presentFps().has(h.fp) && now - h.ctimeMs < this.copySettleMs) deferred.add(f.key);
         continue;
       }
       if (!h.gzip && c.p.offset !== undefined && h.size < c.p.offset && !isFinished(f)) {

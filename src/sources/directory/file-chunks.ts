@@ -11,6 +11,7 @@
  * read on in `probeBytes` buffers until a read finds nothing.
  */
 import { open } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import { releaseWhenCopied } from '../../core/buffer-release.js';
 
 export interface FileChunksOptions {
@@ -40,6 +41,13 @@ export interface FileChunksOptions {
   endAtExpectedSize?: boolean;
   /** Called once the end of the file is reached, with the position of that end (the bytes it then had). */
   onEnd?: (endPosition: number | null) => void;
+  /**
+   * Called with the opened file's status and the first bytes read (from `start`), before they
+   * are yielded: the directory source names a file it had not looked at before by these, so the
+   * file is opened once, not once for its identity and again for its bytes. Its answer replaces
+   * `endAtExpectedSize` (a gzip file is read to its end). Not called when nothing is read.
+   */
+  onFirstBytes?: (st: Stats, bytes: Buffer) => { endAtExpectedSize: boolean };
 }
 
 export async function* fileChunks(path: string, options: FileChunksOptions): AsyncGenerator<Buffer> {
@@ -56,14 +64,17 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
     return;
   }
   try {
-    if (options.ino !== undefined && (await handle.stat()).ino !== options.ino) {
+    const st = options.ino !== undefined || options.onFirstBytes ? await handle.stat() : undefined;
+    if (options.ino !== undefined && st!.ino !== options.ino) {
       options.onEnd?.(null);
       return;
     }
+    let endAtExpectedSize = options.endAtExpectedSize === true;
+    let first = options.onFirstBytes;
     let pos = options.start ?? 0;
     for (;;) {
       const remaining = options.expectedSize - pos;
-      if (remaining <= 0 && options.endAtExpectedSize) {
+      if (remaining <= 0 && endAtExpectedSize) {
         options.onEnd?.(pos);
         return;
       }
@@ -76,6 +87,10 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
         return;
       }
       pos += bytesRead;
+      if (first) {
+        endAtExpectedSize = first(st!, buf.subarray(0, bytesRead)).endAtExpectedSize;
+        first = undefined;
+      }
       // a short read (the file shrank, or is at its end past the listing) keeps only what was read;
       // a whole one is freed as soon as its bytes are in the encode workers' buffers (buffer-release.ts)
       if (bytesRead === want) {

@@ -41,20 +41,28 @@ export async function readFileHead(path: string, finished: boolean): Promise<Fil
     const want = Math.min(st.size, GZIP_HEAD_BYTES);
     const buf = Buffer.allocUnsafe(want);
     const { bytesRead } = want > 0 ? await handle.read(buf, 0, want, 0) : { bytesRead: 0 };
-    let head = buf.subarray(0, bytesRead);
-    const gzip = head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b;
-    if (gzip) {
-      try {
-        // what the bytes read decompress to, without requiring the end of the stream
-        head = gunzipSync(head, { finishFlush: constants.Z_SYNC_FLUSH }).subarray(0, FINGERPRINT_BYTES);
-      } catch {
-        head = head.subarray(0, FINGERPRINT_BYTES); // corrupt: the raw bytes identify it (reading it will report the error)
-      }
-    }
-    return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, gzip, fp: fingerprint(head, finished || gzip) };
+    return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ...headOf(buf.subarray(0, bytesRead), finished) };
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Whether a file is gzip and its fingerprint, from its first bytes (as many as were read from
+ * offset 0; a gzip file's first GZIP_HEAD_BYTES are enough).
+ */
+export function headOf(first: Buffer, finished: boolean): Pick<FileHead, 'gzip' | 'fp'> {
+  let head = first.subarray(0, GZIP_HEAD_BYTES);
+  const gzip = head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b;
+  if (gzip) {
+    try {
+      // what the bytes read decompress to, without requiring the end of the stream
+      head = gunzipSync(head, { finishFlush: constants.Z_SYNC_FLUSH }).subarray(0, FINGERPRINT_BYTES);
+    } catch {
+      head = head.subarray(0, FINGERPRINT_BYTES); // corrupt: the raw bytes identify it (reading it will report the error)
+    }
+  }
+  return { gzip, fp: fingerprint(head, finished || gzip) };
 }
 
 /** Hash of `head` up to its first newline (at most FINGERPRINT_BYTES); null when that is not complete yet. */

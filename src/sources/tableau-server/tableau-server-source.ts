@@ -80,7 +80,8 @@ export class TableauServerSource implements Source {
       },
       ctx.baseDir,
       ctx.log,
-      { list: () => this.list() },
+      // (the line form is looked up by identity before a file is read)
+      { list: () => this.list(), identityWhenListed: true },
     );
     this.readConcurrency = this.files.readConcurrency;
   }
