@@ -3,11 +3,12 @@
  * reads sized to the file, a file that grew or shrank since it was listed, abort, a missing file.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync, appendFileSync, truncateSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, appendFileSync, truncateSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { fileChunks } from '../dist/sources/directory/file-chunks.js';
+import { fileChunks as readChunks, type FileChunksOptions } from '../dist/sources/directory/file-chunks.js';
+import { LocalSyncCalls } from '../dist/sources/directory/local-sync-calls.js';
 
 let dir: string;
 beforeAll(() => {
@@ -21,7 +22,23 @@ async function collect(it: AsyncIterable<Buffer>): Promise<Buffer[]> {
   return out;
 }
 
-describe('fileChunks', () => {
+/** Every test twice: through libuv's pool, and with synchronous calls (a local filesystem: local-sync-calls.ts). */
+const modes = [
+  { mode: 'through the pool', calls: undefined },
+  { mode: 'synchronous calls', calls: new LocalSyncCalls(true, async () => 0xef53) },
+];
+
+describe.each(modes)('fileChunks ($mode)', ({ calls }) => {
+  let dev = 0;
+  beforeAll(async () => {
+    if (!calls) return;
+    dev = statSync(dir).dev;
+    calls.allows(dev, dir);
+    await calls.settled(dev);
+    expect(calls.allows(dev, dir)).toBe(true);
+  });
+  const fileChunks = (path: string, options: FileChunksOptions): AsyncGenerator<Buffer> => readChunks(path, { ...options, ...(calls ? { sync: { calls, dev } } : {}) });
+
   it('reads a small file in one buffer of exactly its size', async () => {
     const file = join(dir, 'small.txt');
     const data = randomBytes(150_000);

@@ -15,7 +15,8 @@
  */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Stats } from 'node:fs';
+import { readdirSync, statSync, type Stats } from 'node:fs';
+import type { LocalSyncCalls } from './local-sync-calls.js';
 import type { Logger } from '../../core/logger.js';
 
 export interface ListedFile {
@@ -98,12 +99,32 @@ export class FolderCache {
 
 const inOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Regular files under `root` for which `wanted(name)` holds, in key order. */
+/** `stat` of a file on a local filesystem (local-sync-calls.ts); null when it cannot be (removed meanwhile). */
+async function statNow(sync: LocalSyncCalls, dev: number, path: string, log?: Logger): Promise<Stats | null> {
+  await sync.breathe();
+  return sync.run(
+    dev,
+    () => {
+      try {
+        return statSync(path, { throwIfNoEntry: false }) ?? null;
+      } catch {
+        return null;
+      }
+    },
+    log,
+  );
+}
+
+/**
+ * Regular files under `root` for which `wanted(name)` holds, in key order. `sync`: the calls
+ * made synchronously where they may be (local-sync-calls.ts); none without it.
+ */
 export async function listFiles(
   root: string,
   wanted: (name: string) => boolean,
   log?: Logger,
   cache: FolderCache = new FolderCache(),
+  sync?: LocalSyncCalls,
 ): Promise<ListedFile[]> {
   const out: ListedFile[] = [];
   const seenFiles = new Set<string>();
@@ -117,7 +138,10 @@ export async function listFiles(
     if (known) return known;
     let dirents;
     try {
-      dirents = await readdir(dir, { withFileTypes: true });
+      if (sync?.allows(st.dev, dir)) {
+        await sync.breathe();
+        dirents = sync.run(st.dev, () => readdirSync(dir, { withFileTypes: true }), log);
+      } else dirents = await readdir(dir, { withFileTypes: true });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return undefined; // removed meanwhile
@@ -142,7 +166,9 @@ export async function listFiles(
     for (const e of entries) {
       const full = join(dir, e.name);
       const key = prefix + e.name;
-      const st = await stat(full).catch(() => null); // follows symlinks
+      // (follows symlinks; a regular file on a local filesystem with a synchronous call, as a
+      // link or a folder may lead to, or be, another filesystem)
+      const st = e.file && sync?.allows(dirStat.dev, dir) ? await statNow(sync, dirStat.dev, full, log) : await stat(full).catch(() => null);
       if (!st) {
         if (e.symlink) log?.debug({ object: key }, 'dangling symlink skipped');
         continue; // removed meanwhile

@@ -27,7 +27,8 @@ import type { Source, SourceObject } from '../source.js';
 import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../source-checkpoint.js';
 import type { Logger } from '../../core/logger.js';
 import { parseObjectKey } from '../../decoding/object-key.js';
-import { fileChunks } from './file-chunks.js';
+import { fileChunks, type SyncCalls } from './file-chunks.js';
+import { localSyncCalls, type LocalSyncCalls } from './local-sync-calls.js';
 import { FolderCache, listFiles, type ListedFile } from './directory-listing.js';
 import { fileUidIdentity, headOf, readFileHead, type FileHead } from './file-identity.js';
 import { directorySourceId, type DirectorySourceConfig } from './config.js';
@@ -63,13 +64,17 @@ export class DirectorySource implements Source {
   private readonly finishedAt = new Map<string, number>();
   /** The tree's folder names between polls (read again when a folder changes). */
   private readonly folders = new FolderCache();
+  /** Where calls may be synchronous (local-sync-calls.ts); undefined: none. */
+  private readonly syncCalls: LocalSyncCalls | undefined;
 
   constructor(
     private readonly config: DirectorySourceConfig,
     baseDir: string = process.cwd(),
     log?: Logger,
     private readonly hooks: DirectorySourceHooks = {},
+    syncCalls: LocalSyncCalls = localSyncCalls,
   ) {
+    this.syncCalls = config.syncLocalReads ? syncCalls : undefined;
     this.root = resolve(baseDir, config.path);
     this.id = directorySourceId(config);
     this.pollIntervalMs = config.pollInterval;
@@ -92,7 +97,7 @@ export class DirectorySource implements Source {
   };
 
   async pending(checkpoint: SourceCheckpoint): Promise<SourceObject[]> {
-    const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log, this.folders);
+    const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log, this.folders, this.syncCalls);
     const now = Date.now();
 
     // Bounded state: forget finished files far behind the newest partition.
@@ -171,7 +176,7 @@ export class DirectorySource implements Source {
         ...(growing ? { growing } : {}),
         // reads sized to the file (see file-chunks.ts); at most 1 MiB each, so a prefetched
         // object holds little memory while the one before it is processed
-        open: (signal) => fileChunks(full, { expectedSize: f.size, signal }),
+        open: (signal) => fileChunks(full, { expectedSize: f.size, signal, sync: this.syncOn(f.dev) }),
       };
       if (!gzip) {
         // by byte offset: from the one acknowledged, or (an entry from before offsets were kept)
@@ -184,6 +189,7 @@ export class DirectorySource implements Source {
             expectedSize: f.size,
             start,
             signal,
+            sync: this.syncOn(f.dev),
             ino: file.ino,
             // a finished file ends at the size listed (growth past it is read at the next poll)
             ...(growing ? {} : { endAtExpectedSize: true }),
@@ -197,6 +203,11 @@ export class DirectorySource implements Source {
       out.push(listed);
     }
     return out;
+  }
+
+  /** How files of device `dev` may be read synchronously (local-sync-calls.ts). */
+  private syncOn(dev: number): SyncCalls | undefined {
+    return this.syncCalls ? { calls: this.syncCalls, dev, log: this.log } : undefined;
   }
 
   /**
@@ -224,12 +235,13 @@ export class DirectorySource implements Source {
     };
     // read again after a transient error: the file named on the first read, from its start
     const again = (signal: AbortSignal): AsyncIterable<Buffer> =>
-      fileChunks(full, { expectedSize: f.size, signal, ino: listed.file!.ino, endAtExpectedSize: listed.startOffset !== undefined, onEnd });
+      fileChunks(full, { expectedSize: f.size, signal, sync: this.syncOn(f.dev), ino: listed.file!.ino, endAtExpectedSize: listed.startOffset !== undefined, onEnd });
     const log = this.log;
     const first = async function* (this: DirectorySource, signal: AbortSignal): AsyncGenerator<Buffer> {
       const chunks = fileChunks(full, {
         expectedSize: f.size,
         signal,
+        sync: this.syncOn(f.dev),
         ino: f.ino,
         onEnd,
         onFirstBytes: (st, bytes) => {

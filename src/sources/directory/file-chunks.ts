@@ -11,7 +11,9 @@
  * read on in `probeBytes` buffers until a read finds nothing.
  */
 import { open } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
+import fs, { type Stats } from 'node:fs';
+import type { Logger } from '../../core/logger.js';
+import type { LocalSyncCalls } from './local-sync-calls.js';
 import { releaseWhenCopied } from '../../core/buffer-release.js';
 
 export interface FileChunksOptions {
@@ -48,6 +50,17 @@ export interface FileChunksOptions {
    * `endAtExpectedSize` (a gzip file is read to its end). Not called when nothing is read.
    */
   onFirstBytes?: (st: Stats, bytes: Buffer) => { endAtExpectedSize: boolean };
+  /**
+   * The file is on device `dev`: when `calls` allows it and the file is read in one call
+   * (`expectedSize` from `start` within `maxReadBytes`), it is read with synchronous calls.
+   */
+  sync?: SyncCalls;
+}
+
+export interface SyncCalls {
+  calls: LocalSyncCalls;
+  dev: number;
+  log?: Logger | undefined;
 }
 
 export async function* fileChunks(path: string, options: FileChunksOptions): AsyncGenerator<Buffer> {
@@ -55,16 +68,22 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
   const probe = options.probeBytes ?? 64 * 1024;
   const signal = options.signal;
   signal?.throwIfAborted();
-  let handle;
+  // a small file on a local filesystem: synchronous calls (local-sync-calls.ts)
+  const sync = options.sync;
+  const small = options.expectedSize - (options.start ?? 0) <= maxRead;
+  let file: OpenFile;
   try {
-    handle = await open(path, 'r');
+    if (sync && small && sync.calls.allows(sync.dev, path)) {
+      await sync.calls.breathe();
+      file = openSync(path, sync);
+    } else file = await openAsync(path);
   } catch (err) {
     if (options.ino === undefined || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     options.onEnd?.(null);
     return;
   }
   try {
-    const st = options.ino !== undefined || options.onFirstBytes ? await handle.stat() : undefined;
+    const st = options.ino !== undefined || options.onFirstBytes ? await file.stat() : undefined;
     if (options.ino !== undefined && st!.ino !== options.ino) {
       options.onEnd?.(null);
       return;
@@ -80,7 +99,7 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
       }
       const want = remaining > 0 ? Math.min(remaining, maxRead) : probe;
       const buf = Buffer.allocUnsafeSlow(want);
-      const { bytesRead } = await handle.read(buf, 0, want, pos);
+      const bytesRead = await file.read(buf, pos);
       signal?.throwIfAborted();
       if (bytesRead === 0) {
         options.onEnd?.(pos);
@@ -99,6 +118,32 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
       } else yield buf.subarray(0, bytesRead);
     }
   } finally {
-    await handle.close();
+    await file.close();
   }
+}
+
+/** An open file, whichever way its calls are made. */
+interface OpenFile {
+  stat(): Promise<Stats> | Stats;
+  /** Bytes read into `buf` from `pos`. */
+  read(buf: Buffer, pos: number): Promise<number> | number;
+  close(): Promise<void> | void;
+}
+
+async function openAsync(path: string): Promise<OpenFile> {
+  const handle = await open(path, 'r');
+  return {
+    stat: () => handle.stat(),
+    read: async (buf, pos) => (await handle.read(buf, 0, buf.length, pos)).bytesRead,
+    close: () => handle.close(),
+  };
+}
+
+function openSync(path: string, { calls, dev, log }: SyncCalls): OpenFile {
+  const fd = calls.run(dev, () => fs.openSync(path, 'r'), log);
+  return {
+    stat: () => calls.run(dev, () => fs.fstatSync(fd), log),
+    read: (buf, pos) => calls.run(dev, () => fs.readSync(fd, buf, 0, buf.length, pos), log),
+    close: () => calls.run(dev, () => fs.closeSync(fd), log),
+  };
 }

@@ -22,6 +22,7 @@ import type { Logger } from '../../core/logger.js';
 import type { LineForm } from '../../decoding/wrapped-line.js';
 import { DirectorySource } from '../directory/directory-source.js';
 import { FolderCache, listFiles, type ListedFile } from '../directory/directory-listing.js';
+import { localSyncCalls } from '../directory/local-sync-calls.js';
 import { defaultLogsDir, tableauServerSourceId, type TableauServerSourceConfig } from './config.js';
 import { detectLineForm } from './line-form-detection.js';
 
@@ -77,6 +78,7 @@ export class TableauServerSource implements Source {
         extensions: [],
         concurrency: 4,
         finishAfter: config.finishAfter,
+        syncLocalReads: true,
       },
       ctx.baseDir,
       ctx.log,
@@ -94,7 +96,7 @@ export class TableauServerSource implements Source {
       try {
         let folders = this.folders.get(process);
         if (!folders) this.folders.set(process, (folders = new FolderCache()));
-        files = await listFiles(join(this.logsDir, process), (name) => this.wanted.test(name), this.log, folders);
+        files = await listFiles(join(this.logsDir, process), (name) => this.wanted.test(name), this.log, folders, localSyncCalls);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
