@@ -4,12 +4,13 @@
  * original), and a compressed copy that appears while its original is still there.
  */
 import { describe, it, expect } from 'vitest';
-import { appendFileSync, copyFileSync, readFileSync, rmSync, truncateSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, copyFileSync, readFileSync, renameSync, rmSync, truncateSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { DirectorySource, directorySourceConfigSchema } from '../src/sources/directory/directory-source.js';
 import { readFileHead, fileUidIdentity } from '../src/sources/directory/file-identity.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
+import type { SourceObject } from '../src/sources/source.js';
 import { tempDir } from './support/activity-fixtures.js';
 import { waitFor } from './support/daemon-process.js';
 
@@ -113,5 +114,70 @@ describe('DirectorySource identities', () => {
     symlinkSync(join(dir, 'a'), join(dir, 'b'));
     const out = await source(dir).pending({ objects: {} });
     expect(out.map((o) => o.key)).toEqual(['a/one.log']);
+  });
+});
+
+describe('DirectorySource.checkpointChanged', () => {
+  /** Reads every object and commits it done, as the pipeline does once every record is acknowledged. */
+  async function readAndCommit(objects: SourceObject[], cp: SourceCheckpoint): Promise<void> {
+    for (const o of objects) {
+      const parts: Buffer[] = [];
+      for await (const b of o.open(new AbortController().signal)) parts.push(Buffer.from(b));
+      if (o.skipped) continue;
+      const bytes = Buffer.concat(parts);
+      const lineCount = bytes.toString().split('\n').length - 1;
+      cp.objects[o.key] = {
+        line: o.resumeAfterLine + lineCount,
+        done: true,
+        ...(o.size !== undefined ? { size: o.size } : {}),
+        ...(o.startOffset !== undefined ? { offset: o.startOffset + bytes.length } : {}),
+        ...(o.file ? { file: o.file } : {}),
+      };
+    }
+  }
+
+  it('says whether a listing changed the checkpoint, exactly when its text changed', async () => {
+    const dir = tempDir('tao-dirsrc-');
+    const hour = (mdh: string, name: string): string => {
+      const key = `pod=p/siteLuid=s/y=2026/m=${mdh.slice(0, 2)}/d=${mdh.slice(2, 4)}/h=${mdh.slice(4)}/eventType=hist_access_view/${name}`;
+      mkdirSync(join(dir, key, '..'), { recursive: true });
+      writeFileSync(join(dir, key), lines(0, 3));
+      return key;
+    };
+    const src = source(dir, { finishAfter: 0 });
+    const cp: SourceCheckpoint = { objects: {} };
+    const said: boolean[] = [];
+    const step = async (change: () => void, commit = true): Promise<SourceObject[]> => {
+      change();
+      const before = JSON.stringify(cp);
+      const objects = await src.pending(cp);
+      expect(src.checkpointChanged).toBe(JSON.stringify(cp) !== before);
+      said.push(src.checkpointChanged);
+      if (commit) await readAndCommit(objects, cp);
+      return objects;
+    };
+
+    await step(() => {
+      hour('112901', 'a.txt');
+      writeFileSync(join(dir, 'x.log'), lines(0, 5));
+    }); // the first watermark
+    await step(() => undefined); // nothing new
+    await step(() => appendFileSync(join(dir, 'x.log'), lines(5, 2))); // grown: read on, the entry as it was
+    await step(() => {
+      renameSync(join(dir, 'x.log'), join(dir, 'x.log.1')); // rotation: the entry moves
+      writeFileSync(join(dir, 'x.log'), lines(100, 2));
+    });
+    await step(() => undefined);
+    await step(() => rmSync(join(dir, 'x.log.1'))); // gone: kept aside for a copy
+    await step(() => undefined);
+    await step(() => hour('112902', 'b.txt')); // a newer hour: the watermark moves an hour (48 h back)
+    await step(() => hour('112802', 'late.txt')); // a late file in an older hour, within the lookback: read, nothing else
+    await step(() => hour('120502', 'c.txt')); // days later: the watermark passes the finished hours, whose entries go
+    cp.gone = {}; // as a checkpoint file may hold it
+    await step(() => undefined, false);
+    delete cp.objects['x.log']!.file; // an entry from before identities were kept
+    await step(() => undefined, false);
+    expect(said).toEqual([true, false, false, true, false, true, false, true, false, true, true, true]);
+    expect(Object.keys(cp.objects).filter((k) => k.includes('d=29'))).toEqual([]);
   });
 });

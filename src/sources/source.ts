@@ -63,6 +63,12 @@ export interface Source {
   /** After pending(): true when the source returned only part of what is available (a backlog bigger than one poll). */
   readonly hasMore?: boolean;
   /**
+   * After pending(): whether it changed the checkpoint (pruned it, moved its position, matched
+   * an entry to another object). A source that keeps this (a boolean from its construction on)
+   * is taken at its word; the checkpoint of one that does not is compared before and after.
+   */
+  readonly checkpointChanged?: boolean;
+  /**
    * Called once an object was read to the end and every destination accepted all its records
    * (after its `done` progress was committed): e.g. delete its queue message. Errors are logged.
    */

@@ -39,6 +39,8 @@ const WATERMARK = 'watermark';
 
 interface Candidate extends ListedFile {
   head?: FileHead;
+  /** The key's hour partition (`YYYY-MM-DDTHH`), if it has one: parsed once per listing. */
+  hour?: string | undefined;
 }
 
 /** What a source built on this one (tableau-server) changes: which files are listed. */
@@ -66,6 +68,8 @@ export class DirectorySource implements Source {
   private readonly folders = new FolderCache();
   /** Where calls may be synchronous (local-sync-calls.ts); undefined: none. */
   private readonly syncCalls: LocalSyncCalls | undefined;
+  /** After pending(): whether it changed the checkpoint (see Source.checkpointChanged). */
+  checkpointChanged = false;
 
   constructor(
     private readonly config: DirectorySourceConfig,
@@ -97,13 +101,14 @@ export class DirectorySource implements Source {
   };
 
   async pending(checkpoint: SourceCheckpoint): Promise<SourceObject[]> {
+    this.checkpointChanged = false;
     const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log, this.folders, this.syncCalls);
     const now = Date.now();
 
     // Bounded state: forget finished files far behind the newest partition.
     let newest = '';
     for (const f of files) {
-      const h = parseObjectKey(f.key).partitionHour;
+      const h = (f.hour = parseObjectKey(f.key).partitionHour);
       if (h && h > newest) newest = h;
     }
     const watermark = typeof checkpoint.position?.[WATERMARK] === 'string' ? (checkpoint.position[WATERMARK] as string) : '';
@@ -118,13 +123,14 @@ export class DirectorySource implements Source {
         if (p.done && h && h < cutoff) delete checkpoint.objects[key];
       }
       checkpoint.position = { ...(checkpoint.position ?? {}), [WATERMARK]: cutoff };
+      this.checkpointChanged = true;
     }
 
     // the newest modification per folder: the file still being written there
     const newestInFolder = new Map<string, number>();
     for (const f of files) newestInFolder.set(f.folder, Math.max(newestInFolder.get(f.folder) ?? 0, f.mtimeMs));
-    const isFinished = (f: ListedFile): boolean =>
-      parseObjectKey(f.key).partitionHour !== undefined || this.config.finishAfter === 0 || (now - f.mtimeMs >= this.config.finishAfter && f.mtimeMs < newestInFolder.get(f.folder)!);
+    const isFinished = (f: Candidate): boolean =>
+      f.hour !== undefined || this.config.finishAfter === 0 || (now - f.mtimeMs >= this.config.finishAfter && f.mtimeMs < newestInFolder.get(f.folder)!);
 
     const deferred = await this.matchIdentities(checkpoint, files, now, isFinished);
 
@@ -136,7 +142,7 @@ export class DirectorySource implements Source {
     const out: SourceObject[] = [];
     let knownUids: Set<string> | undefined;
     for (const f of files) {
-      const h = parseObjectKey(f.key).partitionHour;
+      const h = f.hour;
       const progress = checkpoint.objects[f.key];
       if (!progress && h && cutoff && h < cutoff) continue; // before the watermark: done long ago
       // finished at this size, and not read by byte offset (gzip, or from before offsets were kept)
@@ -286,7 +292,7 @@ export class DirectorySource implements Source {
    * rename: same inode and fingerprint; a copy: same fingerprint) or set aside in `gone`, where
    * a later copy can still claim it and where it is forgotten after `lookbackHours`.
    */
-  private async matchIdentities(checkpoint: SourceCheckpoint, files: Candidate[], now: number, isFinished: (f: ListedFile) => boolean): Promise<Set<string>> {
+  private async matchIdentities(checkpoint: SourceCheckpoint, files: Candidate[], now: number, isFinished: (f: Candidate) => boolean): Promise<Set<string>> {
     const deferred = new Set<string>();
     const byKey = new Map(files.map((f) => [f.key, f]));
     const head = async (f: Candidate): Promise<FileHead | undefined> => {
@@ -300,7 +306,10 @@ export class DirectorySource implements Source {
         // an entry from before identities were kept: adopt the file under its name
         if (!f) continue;
         const h = await head(f);
-        if (h?.fp) p.file = { dev: h.dev, ino: h.ino, fp: h.fp, uid: fileUidIdentity(h.dev, h.ino, h.fp) };
+        if (h?.fp) {
+          p.file = { dev: h.dev, ino: h.ino, fp: h.fp, uid: fileUidIdentity(h.dev, h.ino, h.fp) };
+          this.checkpointChanged = true;
+        }
         continue;
       }
       const file = p.file;
@@ -319,12 +328,14 @@ export class DirectorySource implements Source {
       }
       loose.push({ key, p: { ...p, file } });
       delete checkpoint.objects[key];
+      this.checkpointChanged = true;
     }
     const gone = checkpoint.gone ?? {};
     const claimable = [...loose.map((l) => ({ ...l, goneKey: undefined as string | undefined })), ...Object.entries(gone).map(([goneKey, p]) => ({ key: goneKey, p: p as ObjectProgress & { file: FileIdentity }, goneKey }))].filter((c) => c.p.file);
     const claim = (c: (typeof claimable)[number]): void => {
       claimable.splice(claimable.indexOf(c), 1);
       if (c.goneKey !== undefined) delete gone[c.goneKey];
+      this.checkpointChanged = true; // (and an entry is set under the claiming name)
     };
     const unclaimed = files.filter((f) => !checkpoint.objects[f.key]);
     if (claimable.length > 0) {
@@ -380,9 +391,16 @@ export class DirectorySource implements Source {
       gone[c.p.file.uid] = { ...c.p, file: { ...c.p.file, goneAt: now } };
     }
     const keepMs = this.config.lookbackHours * 3_600_000;
-    for (const [k, p] of Object.entries(gone)) if (!p.file?.goneAt || now - p.file.goneAt > keepMs) delete gone[k];
+    for (const [k, p] of Object.entries(gone)) {
+      if (p.file?.goneAt && now - p.file.goneAt <= keepMs) continue;
+      delete gone[k];
+      this.checkpointChanged = true;
+    }
     if (Object.keys(gone).length > 0) checkpoint.gone = gone;
-    else delete checkpoint.gone;
+    else if (checkpoint.gone !== undefined) {
+      delete checkpoint.gone;
+      this.checkpointChanged = true;
+    }
     return deferred;
   }
 }

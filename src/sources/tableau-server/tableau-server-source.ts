@@ -112,6 +112,10 @@ export class TableauServerSource implements Source {
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
+  get checkpointChanged(): boolean {
+    return this.files.checkpointChanged;
+  }
+
   async pending(checkpoint: SourceCheckpoint, signal: AbortSignal): Promise<SourceObject[]> {
     const objects = await this.files.pending(checkpoint);
     const out: SourceObject[] = [];
