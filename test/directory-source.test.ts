@@ -4,7 +4,7 @@
  * original), and a compressed copy that appears while its original is still there.
  */
 import { describe, it, expect } from 'vitest';
-import { appendFileSync, copyFileSync, readFileSync, renameSync, rmSync, truncateSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, copyFileSync, readFileSync, renameSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { DirectorySource, directorySourceConfigSchema } from '../src/sources/directory/directory-source.js';
@@ -179,5 +179,50 @@ describe('DirectorySource.checkpointChanged', () => {
     await step(() => undefined, false);
     expect(said).toEqual([true, false, false, true, false, true, false, true, false, true, true, true]);
     expect(Object.keys(cp.objects).filter((k) => k.includes('d=29'))).toEqual([]);
+  });
+});
+
+describe('DirectorySource: hours behind the watermark', () => {
+  it('are not walked, unless a file there is still being read; nothing is lost, fewer calls are made', async () => {
+    const { LocalSyncCalls } = await import('../src/sources/directory/local-sync-calls.js');
+    const dir = tempDir('tao-dirsrc-');
+    const keyOf = (h: number, i: number): string => `pod=p/siteLuid=s/y=2026/m=11/d=29/h=${String(h).padStart(2, '0')}/eventType=hist_access_view/f${i}.txt`;
+    for (let h = 0; h < 10; h++)
+      for (let i = 0; i < 3; i++) {
+        mkdirSync(join(dir, keyOf(h, i), '..'), { recursive: true });
+        writeFileSync(join(dir, keyOf(h, i)), lines(h * 10 + i, 2));
+      }
+    const calls = new LocalSyncCalls(true, async () => 0xef53);
+    const make = (): DirectorySource => new DirectorySource(directorySourceConfigSchema.parse({ type: 'directory', path: dir, lookbackHours: 2 }), undefined, undefined, {}, calls);
+    const src = make();
+    const cp: SourceCheckpoint = { objects: {} };
+    const first = await src.pending(cp);
+    expect(cp.position).toEqual({ watermark: '2026-11-29T07' });
+    expect(first.map((o) => o.key)).toEqual([7, 8, 9].flatMap((h) => [0, 1, 2].map((i) => keyOf(h, i))));
+    await calls.settled(statSync(dir).dev);
+
+    // h=03's f1 was read one line in when the watermark passed it (a restart mid-file)
+    const partial = keyOf(3, 1);
+    const firstLine = lines(31, 1).length;
+    const h = await readFileHead(join(dir, partial), true);
+    cp.objects[partial] = { line: 1, offset: firstLine, file: { dev: h.dev, ino: h.ino, fp: h.fp!, uid: fileUidIdentity(h.dev, h.ino, h.fp!) } };
+    for (const o of first) {
+      const f = await readFileHead(join(dir, o.key), true);
+      cp.objects[o.key] = { line: 2, done: true, size: o.size!, offset: o.size!, file: { dev: f.dev, ino: f.ino, fp: f.fp!, uid: fileUidIdentity(f.dev, f.ino, f.fp!) } };
+    }
+    writeFileSync(join(dir, keyOf(1, 9)), lines(999, 1)); // lands late in an hour long done: not read (as before)
+
+    const fullWalk = make(); // the same tree listed without the watermark
+    const before = calls.calls;
+    await fullWalk.pending({ objects: {} });
+    const everything = calls.calls - before;
+    const again = calls.calls;
+    const next = await src.pending(cp);
+    const pruned = calls.calls - again;
+    expect(next.map((o) => ({ key: o.key, startOffset: o.startOffset, resumeAfterLine: o.resumeAfterLine }))).toEqual([{ key: partial, startOffset: firstLine, resumeAfterLine: 1 }]);
+    expect(cp.objects[partial]).toBeDefined(); // not taken for gone
+    expect(cp.gone).toBeUndefined();
+    // the 6 hours left out held 19 files (3 each, and the late one)
+    expect(everything - pruned).toBeGreaterThanOrEqual(19);
   });
 });

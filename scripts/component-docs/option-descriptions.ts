@@ -35,7 +35,7 @@ export const OPTION_DOCS: Record<string, OptionDocs> = {
     name: { text: 'checkpoint key; set it if you move the path but keep the state', default: '`directory:<path>`' },
     path: { text: 'root of the tree (relative to the config file)' },
     pollInterval: { text: 'time between polls in daemon mode' },
-    lookbackHours: { text: 'finished files this far behind the newest hour partition are forgotten from the checkpoint and a watermark remembers them; a file that lands later than that in an older partition is not read' },
+    lookbackHours: { text: 'finished files this far behind the newest hour partition are forgotten from the checkpoint and a watermark remembers them; a file that lands later than that in an older partition is not read, and the hour folders behind the watermark are not walked at each poll (unless a file there is still being read)' },
     extensions: { text: 'file name endings read, case-insensitive (an empty list reads all); hidden files and `*.tmp` are skipped' },
     concurrency: { text: 'files opened ahead of the one being read, their first bytes read ahead (files are still processed in order)' },
     finishAfter: { text: 'a last line without a newline is read once its file has not changed for this long **and** a newer file exists in its folder; `0` reads it at once (folders of finished files)' },

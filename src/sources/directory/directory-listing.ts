@@ -125,6 +125,8 @@ export async function listFiles(
   log?: Logger,
   cache: FolderCache = new FolderCache(),
   sync?: LocalSyncCalls,
+  /** Folders (keys ending in `/`) not to walk: nothing under them is wanted. */
+  skipFolder?: (key: string) => boolean,
 ): Promise<ListedFile[]> {
   const out: ListedFile[] = [];
   const seenFiles = new Set<string>();
@@ -166,6 +168,7 @@ export async function listFiles(
     for (const e of entries) {
       const full = join(dir, e.name);
       const key = prefix + e.name;
+      if (skipFolder && !e.file && skipFolder(`${key}/`)) continue; // (a folder, or a link that may be one)
       // (follows symlinks; a regular file on a local filesystem with a synchronous call, as a
       // link or a folder may lead to, or be, another filesystem)
       const st = e.file && sync?.allows(dirStat.dev, dir) ? await statNow(sync, dirStat.dev, full, log) : await stat(full).catch(() => null);

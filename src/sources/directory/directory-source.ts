@@ -102,7 +102,7 @@ export class DirectorySource implements Source {
 
   async pending(checkpoint: SourceCheckpoint): Promise<SourceObject[]> {
     this.checkpointChanged = false;
-    const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log, this.folders, this.syncCalls);
+    const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log, this.folders, this.syncCalls, foldersDoneIn(checkpoint));
     const now = Date.now();
 
     // Bounded state: forget finished files far behind the newest partition.
@@ -403,6 +403,56 @@ export class DirectorySource implements Source {
     }
     return deferred;
   }
+}
+
+/**
+ * Which folders a listing need not walk: an hour-partition folder (`y=`, `y=/m=`, ... `h=`)
+ * whose hours are all before the watermark holds nothing that will be read (a file there without
+ * an entry is skipped as done long ago), unless the checkpoint still has an entry under it (a file
+ * read part-way when the watermark passed it). A tree that keeps a year of hours is then walked
+ * for its last `lookbackHours` or so, not the whole year at every poll.
+ */
+function foldersDoneIn(checkpoint: SourceCheckpoint): ((key: string) => boolean) | undefined {
+  const watermark = checkpoint.position?.[WATERMARK];
+  if (typeof watermark !== 'string' || watermark === '') return undefined;
+  let withEntries: Set<string> | undefined;
+  return (key) => {
+    const hours = partitionPrefix(key);
+    if (hours === undefined || hours >= watermark.slice(0, hours.length)) return false;
+    if (!withEntries) {
+      // the folders of the entries left behind the watermark
+      withEntries = new Set();
+      for (const k of Object.keys(checkpoint.objects)) {
+        const h = parseObjectKey(k).partitionHour;
+        if (h === undefined || h >= watermark) continue;
+        for (let i = k.indexOf('/'); i !== -1; i = k.indexOf('/', i + 1)) withEntries.add(k.slice(0, i + 1));
+      }
+    }
+    return !withEntries.has(key);
+  };
+}
+
+/**
+ * The hours a folder key's partition segments pin down, as the start of `YYYY-MM-DDTHH`
+ * (`y=2026/m=3/` → `2026-03`); undefined without a `y=` segment. Segments are taken in the order
+ * y, m, d, h, as far as they go.
+ */
+function partitionPrefix(key: string): string | undefined {
+  const value = (name: string): string | undefined => {
+    const at = key.startsWith(`${name}=`) ? 0 : key.indexOf(`/${name}=`) + 1;
+    if (at === 0 && !key.startsWith(`${name}=`)) return undefined;
+    const end = key.indexOf('/', at);
+    return key.slice(at + name.length + 1, end === -1 ? undefined : end);
+  };
+  const y = value('y');
+  if (y === undefined || !/^\d{4}$/.test(y)) return undefined;
+  let out = y;
+  for (const [name, sep] of [['m', '-'], ['d', '-'], ['h', 'T']] as const) {
+    const v = value(name);
+    if (v === undefined || !/^\d{1,2}$/.test(v)) break;
+    out += sep + v.padStart(2, '0');
+  }
+  return out;
 }
 
 /** The uid identities of the files in the checkpoint (and those gone). */
