@@ -12,6 +12,7 @@ import { pino } from 'pino';
 import { LocalSyncCalls, SLICE_MS, SLOW_CALL_MS } from '../src/sources/directory/local-sync-calls.js';
 import { DirectorySource, directorySourceConfigSchema } from '../src/sources/directory/directory-source.js';
 import type { SourceObject } from '../src/sources/source.js';
+import { readFileHead } from '../src/sources/directory/file-identity.js';
 import { tempDir } from './support/activity-fixtures.js';
 
 const EXT4 = 0xef53;
@@ -118,6 +119,21 @@ describe('the directory source on a local filesystem', () => {
     expect(await readAll(byName.get('big.txt')!)).toBe(big);
     expect(calls.calls).toBe(afterSmall); // streamed through the pool
     expect(byName.get('small-1.txt')!.file?.ino).toBe(statSync(join(root, hourKey('small-1.txt'))).ino);
+  });
+
+  it('a head read (a file that may be a copy, a growing file) gives with synchronous calls what it gives through the pool', async () => {
+    const root = tempDir('tao-synccalls-');
+    put(root, 'x.log', records(3));
+    const path = join(root, 'x.log');
+    const calls = new LocalSyncCalls(true, async () => EXT4);
+    const dev = statSync(root).dev;
+    calls.allows(dev, root);
+    await calls.settled(dev);
+    const pooled = await readFileHead(path, false);
+    expect(calls.calls).toBe(0);
+    expect(await readFileHead(path, false, { calls, dev })).toEqual(pooled);
+    expect(calls.calls).toBe(4); // open, fstat, read, close
+    expect(pooled.fp).not.toBeNull();
   });
 
   it('syncLocalReads: false makes every call through the pool', async () => {

@@ -27,7 +27,8 @@ import type { Source, SourceObject } from '../source.js';
 import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../source-checkpoint.js';
 import type { Logger } from '../../core/logger.js';
 import { parseObjectKey } from '../../decoding/object-key.js';
-import { fileChunks, type SyncCalls } from './file-chunks.js';
+import { fileChunks } from './file-chunks.js';
+import type { SyncCalls } from './open-file.js';
 import { localSyncCalls, type LocalSyncCalls } from './local-sync-calls.js';
 import { FolderCache, listFiles, type ListedFile } from './directory-listing.js';
 import { fileUidIdentity, headOf, readFileHead, type FileHead } from './file-identity.js';
@@ -160,7 +161,7 @@ export class DirectorySource implements Source {
       // an entry with a byte offset is a plain file; otherwise the head says (gzip, fingerprint)
       let head = f.head;
       if (!progress?.file || progress.offset === undefined) {
-        if (head === undefined || (head.fp === null && finished)) head = f.head = await readFileHead(f.full, finished).catch(() => undefined);
+        if (head === undefined || (head.fp === null && finished)) head = f.head = await readFileHead(f.full, finished, this.syncOn(f.dev)).catch(() => undefined);
         if (!head) continue; // removed meanwhile
       }
       const gzip = head?.gzip === true;
@@ -296,7 +297,7 @@ export class DirectorySource implements Source {
     const deferred = new Set<string>();
     const byKey = new Map(files.map((f) => [f.key, f]));
     const head = async (f: Candidate): Promise<FileHead | undefined> => {
-      f.head ??= await readFileHead(f.full, false).catch(() => undefined);
+      f.head ??= await readFileHead(f.full, false, this.syncOn(f.dev)).catch(() => undefined);
       return f.head;
     };
     const loose: Array<{ key: string; p: ObjectProgress & { file: FileIdentity } }> = [];

@@ -10,10 +10,8 @@
  * are exact (one buffer per read, kept whole); past it, a file that is still being written is
  * read on in `probeBytes` buffers until a read finds nothing.
  */
-import { open } from 'node:fs/promises';
-import fs, { type Stats } from 'node:fs';
-import type { Logger } from '../../core/logger.js';
-import type { LocalSyncCalls } from './local-sync-calls.js';
+import type { Stats } from 'node:fs';
+import { openFile, type OpenFile, type SyncCalls } from './open-file.js';
 import { releaseWhenCopied } from '../../core/buffer-release.js';
 
 export interface FileChunksOptions {
@@ -57,11 +55,6 @@ export interface FileChunksOptions {
   sync?: SyncCalls;
 }
 
-export interface SyncCalls {
-  calls: LocalSyncCalls;
-  dev: number;
-  log?: Logger | undefined;
-}
 
 export async function* fileChunks(path: string, options: FileChunksOptions): AsyncGenerator<Buffer> {
   const maxRead = options.maxReadBytes ?? 256 * 1024;
@@ -73,10 +66,7 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
   const small = options.expectedSize - (options.start ?? 0) <= maxRead;
   let file: OpenFile;
   try {
-    if (sync && small && sync.calls.allows(sync.dev, path)) {
-      await sync.calls.breathe();
-      file = openSync(path, sync);
-    } else file = await openAsync(path);
+    file = await openFile(path, small ? sync : undefined);
   } catch (err) {
     if (options.ino === undefined || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     options.onEnd?.(null);
@@ -120,30 +110,4 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
   } finally {
     await file.close();
   }
-}
-
-/** An open file, whichever way its calls are made. */
-interface OpenFile {
-  stat(): Promise<Stats> | Stats;
-  /** Bytes read into `buf` from `pos`. */
-  read(buf: Buffer, pos: number): Promise<number> | number;
-  close(): Promise<void> | void;
-}
-
-async function openAsync(path: string): Promise<OpenFile> {
-  const handle = await open(path, 'r');
-  return {
-    stat: () => handle.stat(),
-    read: async (buf, pos) => (await handle.read(buf, 0, buf.length, pos)).bytesRead,
-    close: () => handle.close(),
-  };
-}
-
-function openSync(path: string, { calls, dev, log }: SyncCalls): OpenFile {
-  const fd = calls.run(dev, () => fs.openSync(path, 'r'), log);
-  return {
-    stat: () => calls.run(dev, () => fs.fstatSync(fd), log),
-    read: (buf, pos) => calls.run(dev, () => fs.readSync(fd, buf, 0, buf.length, pos), log),
-    close: () => calls.run(dev, () => fs.closeSync(fd), log),
-  };
 }

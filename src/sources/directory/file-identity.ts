@@ -10,7 +10,7 @@
  * rotated file compressed later (`x.log.1` → `x.log.2.gz`) is still recognised.
  */
 import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
+import { openFile, type SyncCalls } from './open-file.js';
 import { constants, gunzipSync } from 'node:zlib';
 
 /** Bytes the fingerprint covers at most. */
@@ -32,18 +32,18 @@ export interface FileHead {
 
 /**
  * Opens the file (a symlink is followed) and reads its head. `finished`: the file will not
- * grow, so a first line without a newline is all there is and gets a fingerprint.
+ * grow, so a first line without a newline is all there is and gets a fingerprint. `sync`: its
+ * device, where synchronous calls may be made (open-file.ts).
  */
-export async function readFileHead(path: string, finished: boolean): Promise<FileHead> {
-  const handle = await open(path, 'r');
+export async function readFileHead(path: string, finished: boolean, sync?: SyncCalls): Promise<FileHead> {
+  const file = await openFile(path, sync);
   try {
-    const st = await handle.stat();
-    const want = Math.min(st.size, GZIP_HEAD_BYTES);
-    const buf = Buffer.allocUnsafe(want);
-    const { bytesRead } = want > 0 ? await handle.read(buf, 0, want, 0) : { bytesRead: 0 };
+    const st = await file.stat();
+    const buf = Buffer.allocUnsafe(Math.min(st.size, GZIP_HEAD_BYTES));
+    const bytesRead = buf.length > 0 ? await file.read(buf, 0) : 0;
     return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ...headOf(buf.subarray(0, bytesRead), finished) };
   } finally {
-    await handle.close();
+    await file.close();
   }
 }
 
