@@ -43,13 +43,40 @@ describe('LocalSyncCalls', () => {
     expect([calls.allows(1, '/local'), calls.allows(2, '/nfs'), calls.allows(3, '/bucket'), calls.allows(4, '/gone')]).toEqual([false, false, false, false]);
     expect(calls.allows(1, '/local')).toBe(false);
     await Promise.all([1, 2, 3, 4].map((d) => calls.settled(d)));
-    expect([calls.allows(1, '/local'), calls.allows(2, '/nfs'), calls.allows(3, '/bucket'), calls.allows(4, '/gone')]).toEqual([true, false, false, false]);
+    expect([calls.allows(1, '/local'), calls.allows(2, '/nfs'), calls.allows(3, '/bucket')]).toEqual([true, false, false]);
     expect(probed).toEqual(['/local', '/nfs', '/bucket', '/gone']);
+    expect(calls.allows(4, '/gone')).toBe(false); // (a failed probe: asked again after a while, see below)
 
     const off = new LocalSyncCalls(false, async () => EXT4);
     off.allows(1, '/local');
     await off.settled(1);
     expect(off.allows(1, '/local')).toBe(false);
+  });
+
+  it('a probe that failed (its path removed meanwhile) is tried again later, not taken for a verdict', async () => {
+    let fail = true;
+    const calls = new LocalSyncCalls(
+      true,
+      async () => {
+        if (fail) throw Object.assign(new Error('gone'), { code: 'ENOENT' });
+        return EXT4;
+      },
+      0, // (at once)
+    );
+    calls.allows(5, '/removed-meanwhile');
+    await calls.settled(5);
+    fail = false;
+    expect(calls.allows(5, '/still-there')).toBe(false); // probed again now
+    await calls.settled(5);
+    expect(calls.allows(5, '/still-there')).toBe(true);
+
+    let probes = 0;
+    const failing = new LocalSyncCalls(true, async () => (probes++, Promise.reject(new Error('EACCES'))), 60_000);
+    for (let i = 0; i < 5; i++) {
+      expect(failing.allows(6, '/x')).toBe(false);
+      await failing.settled(6);
+    }
+    expect(probes).toBe(1); // not again within the minute
   });
 
   it(`a call slower than ${SLOW_CALL_MS} ms sends its device back to the pool, with one warning`, async () => {

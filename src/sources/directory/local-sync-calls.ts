@@ -43,8 +43,11 @@ export const SLICE_MS = 5;
 export type FilesystemProbe = (path: string) => Promise<number>;
 
 export class LocalSyncCalls {
-  /** Per device: whether its calls may be synchronous, or the probe finding it out. */
-  private readonly devices = new Map<number, boolean | Promise<void>>();
+  /**
+   * Per device: whether its calls may be synchronous, the probe finding it out, or (a number)
+   * when a probe that failed (the path removed meanwhile, say) may be tried again.
+   */
+  private readonly devices = new Map<number, boolean | Promise<void> | number>();
   /** When the current slice of synchronous work began (-1: none since the loop last turned). */
   private sliceStart = -1;
   /** Synchronous calls made (for tests and the bench). */
@@ -54,6 +57,8 @@ export class LocalSyncCalls {
     /** false: every call asynchronous. */
     private readonly enabled = process.platform === 'linux',
     private readonly probe: FilesystemProbe = async (path) => Number((await statfs(path)).type),
+    /** After a probe failed, how long before the device is probed again. */
+    private readonly retryMs = 60_000,
   ) {}
 
   /**
@@ -64,7 +69,7 @@ export class LocalSyncCalls {
     if (!this.enabled) return false;
     const known = this.devices.get(dev);
     if (typeof known === 'boolean') return known;
-    if (known === undefined) {
+    if (known === undefined || (typeof known === 'number' && Date.now() >= known)) {
       this.devices.set(
         dev,
         this.probe(path).then(
@@ -72,7 +77,7 @@ export class LocalSyncCalls {
             if (this.devices.get(dev) !== false) this.devices.set(dev, LOCAL_FILESYSTEMS.has(type));
           },
           () => {
-            this.devices.set(dev, false);
+            if (this.devices.get(dev) !== false) this.devices.set(dev, Date.now() + this.retryMs);
           },
         ),
       );
