@@ -163,6 +163,33 @@ describe('the directory source on a local filesystem', () => {
     expect(pooled.fp).not.toBeNull();
   });
 
+  it('a long listing with synchronous calls lets the event loop turn along the way', async () => {
+    const root = tempDir('tao-synccalls-');
+    // (in one folder: a folder is stat'ed through the pool, which would let the loop turn anyway)
+    for (let i = 0; i < 3_000; i++) writeFileSync(join(root, `x-${i}.txt`), 'x\n');
+    const calls = new LocalSyncCalls(true, async () => EXT4);
+    const dev = statSync(root).dev;
+    calls.allows(dev, root);
+    await calls.settled(dev);
+    const src = new DirectorySource(directorySourceConfigSchema.parse({ type: 'directory', path: root }), undefined, undefined, {}, calls);
+    const before = calls.calls;
+    let turns = 0; // of the loop, once the synchronous calls have begun
+    let listing = true;
+    const turn = (): void => {
+      if (calls.calls - before > 0) turns++;
+      if (listing) setImmediate(turn);
+    };
+    setImmediate(turn);
+    const started = performance.now();
+    await src.pending({ objects: {} });
+    const took = performance.now() - started;
+    listing = false;
+    expect(calls.calls - before).toBeGreaterThanOrEqual(3_000); // every stat synchronous
+    // 3 000 synchronous calls and more take longer than two slices; the loop turned in between
+    expect(took).toBeGreaterThanOrEqual(2 * SLICE_MS);
+    expect(turns).toBeGreaterThanOrEqual(1);
+  });
+
   it('syncLocalReads: false makes every call through the pool', async () => {
     const root = tempDir('tao-synccalls-');
     put(root, hourKey('small.txt'), records(5));
