@@ -15,11 +15,12 @@
  * file-identity.ts). So a file renamed by rotation is followed to its end from where it was
  * left, a copy (logrotate's `copytruncate`) is read on from there too, and a file truncated or
  * replaced under its name is read again from its start (with a warning). Records' uids derive
- * from the identity the file had when first read, so they survive a rename.
+ * from the identity the file had when first read, so they survive a rename. A finished file read
+ * for the first time is named from the read itself (identifiedWhenRead), one open per file.
  *
  * State stays bounded: finished files whose hour partition is older than `lookbackHours` before
  * the newest partition seen are dropped from the checkpoint and a watermark remembers that
- * everything before it is done. Files without an hour partition are remembered individually,
+ * everything before it is done (and the hour folders behind it are not walked: foldersDoneIn). Files without an hour partition are remembered individually,
  * and forgotten `lookbackHours` after they disappeared.
  */
 import { resolve } from 'node:path';
