@@ -42,8 +42,35 @@ export function parseObjectKey(key: string): ObjectKeyInfo {
       case 'h': h = value; break;
     }
   }
-  if (y && m && d && h && /^\d{4}$/.test(y) && /^\d{1,2}$/.test(m) && /^\d{1,2}$/.test(d) && /^\d{1,2}$/.test(h)) {
-    info.partitionHour = `${y}-${m.padStart(2, '0')}-${d.padStart(2, '0')}T${h.padStart(2, '0')}`;
-  }
+  const hours = hoursOf(y, m, d, h);
+  if (hours?.length === 13) info.partitionHour = hours;
   return info;
+}
+
+/**
+ * The hours a key's partition segments pin down, as the start of `YYYY-MM-DDTHH`, taken in the
+ * order y, m, d, h as far as they go (`…/y=2026/m=3/` → `2026-03`); undefined without a `y=`.
+ * For a folder's key, every file under it is in those hours.
+ */
+export function partitionPrefix(key: string): string | undefined {
+  let y: string | undefined, m: string | undefined, d: string | undefined, h: string | undefined;
+  for (const segment of key.split('/')) {
+    if (segment.length < 2 || segment[1] !== '=') continue;
+    const value = segment.slice(2);
+    if (segment[0] === 'y') y = value;
+    else if (segment[0] === 'm') m = value;
+    else if (segment[0] === 'd') d = value;
+    else if (segment[0] === 'h') h = value;
+  }
+  return hoursOf(y, m, d, h);
+}
+
+function hoursOf(y: string | undefined, m: string | undefined, d: string | undefined, h: string | undefined): string | undefined {
+  if (!y || !/^\d{4}$/.test(y)) return undefined;
+  if (!m || !/^\d{1,2}$/.test(m)) return y;
+  const month = `${y}-${m.padStart(2, '0')}`;
+  if (!d || !/^\d{1,2}$/.test(d)) return month;
+  const day = `${month}-${d.padStart(2, '0')}`;
+  if (!h || !/^\d{1,2}$/.test(h)) return day;
+  return `${day}T${h.padStart(2, '0')}`;
 }

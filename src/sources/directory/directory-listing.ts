@@ -99,20 +99,13 @@ export class FolderCache {
 
 const inOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** `stat` of a file on a local filesystem (local-sync-calls.ts); null when it cannot be (removed meanwhile). */
-async function statNow(sync: LocalSyncCalls, dev: number, path: string, log?: Logger): Promise<Stats | null> {
-  await sync.breathe();
-  return sync.run(
-    dev,
-    () => {
-      try {
-        return statSync(path, { throwIfNoEntry: false }) ?? null;
-      } catch {
-        return null;
-      }
-    },
-    log,
-  );
+/** `stat` of a file with a synchronous call (local-sync-calls.ts); null when it cannot be (removed meanwhile). */
+function statOrNull(path: string): Stats | null {
+  try {
+    return statSync(path, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -140,10 +133,7 @@ export async function listFiles(
     if (known) return known;
     let dirents;
     try {
-      if (sync?.allows(st.dev, dir)) {
-        await sync.breathe();
-        dirents = sync.run(st.dev, () => readdirSync(dir, { withFileTypes: true }), log);
-      } else dirents = await readdir(dir, { withFileTypes: true });
+      dirents = sync?.allows(st.dev, dir) ? await sync.call(st.dev, () => readdirSync(dir, { withFileTypes: true }), log) : await readdir(dir, { withFileTypes: true });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return undefined; // removed meanwhile
@@ -171,7 +161,7 @@ export async function listFiles(
       if (skipFolder && !e.file && skipFolder(`${key}/`)) continue; // (a folder, or a link that may be one)
       // (follows symlinks; a regular file on a local filesystem with a synchronous call, as a
       // link or a folder may lead to, or be, another filesystem)
-      const st = e.file && sync?.allows(dirStat.dev, dir) ? await statNow(sync, dirStat.dev, full, log) : await stat(full).catch(() => null);
+      const st = e.file && sync?.allows(dirStat.dev, dir) ? await sync.call(dirStat.dev, () => statOrNull(full), log) : await stat(full).catch(() => null);
       if (!st) {
         if (e.symlink) log?.debug({ object: key }, 'dangling symlink skipped');
         continue; // removed meanwhile

@@ -24,10 +24,11 @@
  * and forgotten `lookbackHours` after they disappeared.
  */
 import { resolve } from 'node:path';
+import type { Stats } from 'node:fs';
 import type { Source, SourceObject } from '../source.js';
 import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../source-checkpoint.js';
 import type { Logger } from '../../core/logger.js';
-import { parseObjectKey } from '../../decoding/object-key.js';
+import { parseObjectKey, partitionPrefix } from '../../decoding/object-key.js';
 import { fileChunks } from './file-chunks.js';
 import type { SyncCalls } from './open-file.js';
 import { localSyncCalls, type LocalSyncCalls } from './local-sync-calls.js';
@@ -236,43 +237,37 @@ export class DirectorySource implements Source {
       open: (signal) => (listed.file ? again(signal) : first(signal)),
     };
     const full = f.full;
+    const sync = this.syncOn(f.dev);
     const onEnd = (end: number | null): void => {
       if (listed.startOffset === undefined) return; // gzip: its size is the one listed
       if (end === null) delete listed.size;
       else listed.size = end;
     };
+    // the file named from its handle and first bytes; plain: by byte offset from its start, to
+    // the size listed (growth is read from there at the next poll); gzip: by line count, to its end
+    const name = (st: Stats, bytes: Buffer): { endAtExpectedSize: boolean } => {
+      const { gzip, fp } = headOf(bytes, true);
+      listed.file = this.newIdentity(known, st.dev, st.ino, fp!, now);
+      listed.identity = listed.file.uid;
+      if (!gzip) {
+        listed.startOffset = 0;
+        listed.startLine = 0;
+      }
+      return { endAtExpectedSize: !gzip };
+    };
     // read again after a transient error: the file named on the first read, from its start
     const again = (signal: AbortSignal): AsyncIterable<Buffer> =>
-      fileChunks(full, { expectedSize: f.size, signal, sync: this.syncOn(f.dev), ino: listed.file!.ino, endAtExpectedSize: listed.startOffset !== undefined, onEnd });
+      fileChunks(full, { expectedSize: f.size, signal, sync, ino: listed.file!.ino, endAtExpectedSize: listed.startOffset !== undefined, onEnd });
     const log = this.log;
-    const first = async function* (this: DirectorySource, signal: AbortSignal): AsyncGenerator<Buffer> {
-      const chunks = fileChunks(full, {
-        expectedSize: f.size,
-        signal,
-        sync: this.syncOn(f.dev),
-        ino: f.ino,
-        onEnd,
-        onFirstBytes: (st, bytes) => {
-          const { gzip, fp } = headOf(bytes, true);
-          listed.file = this.newIdentity(known, st.dev, st.ino, fp!, now);
-          listed.identity = listed.file.uid;
-          // plain: by byte offset from its start, to the size listed (growth is read from there
-          // at the next poll); gzip: by line count, to its end
-          if (!gzip) {
-            listed.startOffset = 0;
-            listed.startLine = 0;
-          }
-          return { endAtExpectedSize: !gzip };
-        },
-      });
+    async function* first(signal: AbortSignal): AsyncGenerator<Buffer> {
       try {
-        for await (const chunk of chunks) yield chunk;
+        for await (const chunk of fileChunks(full, { expectedSize: f.size, signal, sync, ino: f.ino, onEnd, onFirstBytes: name })) yield chunk;
       } catch (err) {
         if (listed.file || signal.aborted) throw err;
         log?.debug({ object: f.key, err: (err as Error).message }, 'file not read: it could not be opened');
       }
       if (!listed.file) listed.skipped = true;
-    }.bind(this);
+    }
     return listed;
   }
 
@@ -432,29 +427,6 @@ function foldersDoneIn(checkpoint: SourceCheckpoint): ((key: string) => boolean)
     }
     return !withEntries.has(key);
   };
-}
-
-/**
- * The hours a folder key's partition segments pin down, as the start of `YYYY-MM-DDTHH`
- * (`y=2026/m=3/` → `2026-03`); undefined without a `y=` segment. Segments are taken in the order
- * y, m, d, h, as far as they go.
- */
-function partitionPrefix(key: string): string | undefined {
-  const value = (name: string): string | undefined => {
-    const at = key.startsWith(`${name}=`) ? 0 : key.indexOf(`/${name}=`) + 1;
-    if (at === 0 && !key.startsWith(`${name}=`)) return undefined;
-    const end = key.indexOf('/', at);
-    return key.slice(at + name.length + 1, end === -1 ? undefined : end);
-  };
-  const y = value('y');
-  if (y === undefined || !/^\d{4}$/.test(y)) return undefined;
-  let out = y;
-  for (const [name, sep] of [['m', '-'], ['d', '-'], ['h', 'T']] as const) {
-    const v = value(name);
-    if (v === undefined || !/^\d{1,2}$/.test(v)) break;
-    out += sep + v.padStart(2, '0');
-  }
-  return out;
 }
 
 /** The uid identities of the files in the checkpoint (and those gone). */

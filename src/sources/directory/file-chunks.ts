@@ -55,7 +55,6 @@ export interface FileChunksOptions {
   sync?: SyncCalls;
 }
 
-
 export async function* fileChunks(path: string, options: FileChunksOptions): AsyncGenerator<Buffer> {
   const maxRead = options.maxReadBytes ?? 256 * 1024;
   const probe = options.probeBytes ?? 64 * 1024;

@@ -110,6 +110,12 @@ export class LocalSyncCalls {
     }
   }
 
+  /** `run`, once the event loop was let to turn if synchronous work has held it for a slice. */
+  async call<T>(dev: number, call: () => T, log?: Logger): Promise<T> {
+    await this.breathe();
+    return this.run(dev, call, log);
+  }
+
   /** Lets the event loop turn once synchronous work has held it for SLICE_MS. */
   async breathe(): Promise<void> {
     if (this.sliceStart >= 0 && performance.now() - this.sliceStart >= SLICE_MS) await new Promise<void>((resolve) => setImmediate(resolve));

@@ -26,22 +26,18 @@ export interface SyncCalls {
 /** Opens `path`: with synchronous calls when `sync` is given and its device allows them now, else through the pool. */
 export async function openFile(path: string, sync?: SyncCalls): Promise<OpenFile> {
   if (sync?.calls.allows(sync.dev, path)) {
-    await sync.calls.breathe();
-    return openSync(path, sync);
+    const { calls, dev, log } = sync;
+    const fd = await calls.call(dev, () => fs.openSync(path, 'r'), log);
+    return {
+      stat: () => calls.run(dev, () => fs.fstatSync(fd), log),
+      read: (buf, pos) => calls.run(dev, () => fs.readSync(fd, buf, 0, buf.length, pos), log),
+      close: () => calls.run(dev, () => fs.closeSync(fd), log),
+    };
   }
   const handle = await open(path, 'r');
   return {
     stat: () => handle.stat(),
     read: async (buf, pos) => (await handle.read(buf, 0, buf.length, pos)).bytesRead,
     close: () => handle.close(),
-  };
-}
-
-function openSync(path: string, { calls, dev, log }: SyncCalls): OpenFile {
-  const fd = calls.run(dev, () => fs.openSync(path, 'r'), log);
-  return {
-    stat: () => calls.run(dev, () => fs.fstatSync(fd), log),
-    read: (buf, pos) => calls.run(dev, () => fs.readSync(fd, buf, 0, buf.length, pos), log),
-    close: () => calls.run(dev, () => fs.closeSync(fd), log),
   };
 }

@@ -1,0 +1,26 @@
+/** What an object's key says of its hours: the full partition hour, and a folder's hours as far as its segments go. */
+import { describe, it, expect } from 'vitest';
+import { parseObjectKey, partitionPrefix } from '../src/decoding/object-key.js';
+
+describe('partition hours of a key', () => {
+  it('a file key: the hour, padded; missing or malformed segments give none', () => {
+    expect(parseObjectKey('pod=p/siteLuid=s/y=2026/m=3/d=7/h=5/eventType=x/a.txt').partitionHour).toBe('2026-03-07T05');
+    expect(parseObjectKey('pod=p/y=2026/m=03/d=07/eventType=x/a.txt').partitionHour).toBeUndefined();
+    expect(parseObjectKey('y=26/m=03/d=07/h=05/a.txt').partitionHour).toBeUndefined();
+    expect(parseObjectKey('y=2026/m=003/d=07/h=05/a.txt').partitionHour).toBeUndefined();
+  });
+
+  it('a folder key: its hours as far as y, m, d, h go in that order', () => {
+    expect(partitionPrefix('pod=p/siteLuid=s/')).toBeUndefined();
+    expect(partitionPrefix('pod=p/siteLuid=s/y=2026/')).toBe('2026');
+    expect(partitionPrefix('pod=p/siteLuid=s/y=2026/m=3/')).toBe('2026-03');
+    expect(partitionPrefix('pod=p/siteLuid=s/y=2026/m=11/d=9/')).toBe('2026-11-09');
+    expect(partitionPrefix('pod=p/siteLuid=s/y=2026/m=11/d=29/h=7/')).toBe('2026-11-29T07');
+    expect(partitionPrefix('y=2026/d=29/')).toBe('2026'); // no month: the year only
+    expect(partitionPrefix('y=2026/m=1x/')).toBe('2026');
+    expect(partitionPrefix('eventType=y=2026/')).toBeUndefined(); // not a y= segment
+    // a file key's prefix is its partition hour
+    const key = 'pod=p/y=2026/m=11/d=29/h=07/eventType=hist_access_view/a.txt';
+    expect(partitionPrefix(key)).toBe(parseObjectKey(key).partitionHour);
+  });
+});
