@@ -67,7 +67,10 @@ export const tenantRestart: Scenario = {
     const downFor = Date.now() - downAt;
     await proxy.up();
     const initial = [...a.records, ...b.records].map((r) => r.record.testSeq as number);
-    // what arrived, by sequence, kept up incrementally (the receiver shares this process's event loop)
+    // what arrived, by sequence, kept up incrementally: the receiver and the proxy share this
+    // process's event loop, and records() copies what it holds (called once per element of a
+    // 21 000-record check, it blocked that loop for seconds; requests hung, the tenant gave up
+    // again with a longer pause each time, past the wait below)
     const got = new Set<unknown>();
     let counted = 0;
     const seen = (): Set<unknown> => {
@@ -75,13 +78,17 @@ export const tenantRestart: Scenario = {
       for (; counted < rs.length; counted++) got.add(rs[counted]!.attributes['tableau.test_seq']);
       return got;
     };
-    if (!(await waitFor(() => initial.every((s) => seen().has(s)) || !d.alive, 180_000, 200))) extra.push('the backfill did not finish after the destination came back');
+    const allSeen = (seqs: number[]): boolean => {
+      const s = seen();
+      return seqs.every((x) => s.has(x));
+    };
+    if (!(await waitFor(() => allSeen(initial) || !d.alive, 180_000, 200))) extra.push('the backfill did not finish after the destination came back');
 
     // files that land after the restarts: read by the new runtime's readers only
     const laterA = writeFixtureTree(join(work, 'a'), 2, 500, 2_000_000, 'later');
     const laterB = writeFixtureTree(join(work, 'b'), 2, 500, 3_000_000, 'later');
     const later = [...laterA.records, ...laterB.records].map((r) => r.record.testSeq as number);
-    if (!(await waitFor(() => later.every((s) => seen().has(s)) || !d.alive, 60_000, 100))) extra.push('the files written after the outage did not all arrive');
+    if (!(await waitFor(() => allSeen(later) || !d.alive, 60_000, 100))) extra.push('the files written after the outage did not all arrive');
     await sleep(2000); // a reader left behind polls every 200 ms: time for it to send its copies
     const laterSet = new Set(later);
     const laterCopies = receiver.records().filter((r) => laterSet.has(r.attributes['tableau.test_seq'] as number)).length - later.length;
