@@ -6,13 +6,14 @@
  * is the one thing given (the `statfs` answer): the files are real, on the test machine's disk.
  */
 import { describe, it, expect } from 'vitest';
-import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pino } from 'pino';
 import { LocalSyncCalls, SLICE_MS, SLOW_CALL_MS } from '../src/sources/directory/local-sync-calls.js';
 import { DirectorySource, directorySourceConfigSchema } from '../src/sources/directory/directory-source.js';
 import type { SourceObject } from '../src/sources/source.js';
 import { readFileHead } from '../src/sources/directory/file-identity.js';
+import { FolderCache, listFiles } from '../src/sources/directory/directory-listing.js';
 import { tempDir } from './support/activity-fixtures.js';
 
 const EXT4 = 0xef53;
@@ -188,6 +189,34 @@ describe('the directory source on a local filesystem', () => {
     // 3 000 synchronous calls and more take longer than two slices; the loop turned in between
     expect(took).toBeGreaterThanOrEqual(2 * SLICE_MS);
     expect(turns).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a folder is stat'ed with a synchronous call once a listing found it on its parent's device; a symlinked one never", async () => {
+    const root = tempDir('tao-synccalls-');
+    put(root, 'a/b/1.txt', 'x\n');
+    put(root, 'a/b/2.txt', 'x\n');
+    put(root, 'a/c/3.txt', 'x\n');
+    symlinkSync(join(root, 'a', 'c'), join(root, 'link')); // (the folder a/c again: walked once)
+    const calls = new LocalSyncCalls(true, async () => EXT4);
+    const dev = statSync(root).dev;
+    calls.allows(dev, root);
+    await calls.settled(dev);
+    const cache = new FolderCache(0); // (names reused at once: only the stats are counted)
+    const wanted = (): boolean => true;
+    // (a folder changed in the same millisecond as its names are read is read again: the clock past its last change first)
+    const changed = Math.max(...[root, join(root, 'a'), join(root, 'a', 'b'), join(root, 'a', 'c')].map((d) => Math.max(statSync(d).ctimeMs, statSync(d).mtimeMs)));
+    while (Date.now() <= changed + 1) await new Promise((r) => setImmediate(r));
+
+    const first = await listFiles(root, wanted, undefined, cache, calls);
+    // four folders' names read (root, a, a/b, a/c) and three files stat'ed; the folders a, a/b,
+    // a/c not yet known to be on the root's device, and the link: stat'ed through the pool
+    expect(calls.calls).toBe(4 + 3);
+    const before = calls.calls;
+    const second = await listFiles(root, wanted, undefined, cache, calls);
+    expect(second).toEqual(first);
+    // the three files and the three folders now; the symlinked folder still through the pool
+    expect(calls.calls - before).toBe(3 + 3);
+    expect(second.map((f) => f.key)).toEqual(['a/b/1.txt', 'a/b/2.txt', 'a/c/3.txt']);
   });
 
   it('syncLocalReads: false makes every call through the pool', async () => {

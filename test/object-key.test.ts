@@ -1,6 +1,7 @@
 /** What an object's key says of its hours: the full partition hour, and a folder's hours as far as its segments go. */
 import { describe, it, expect } from 'vitest';
 import { parseObjectKey, partitionPrefix } from '../src/decoding/object-key.js';
+import { folderHours } from '../src/sources/directory/directory-source.js';
 
 describe('partition hours of a key', () => {
   it('a file key: the hour, padded; missing or malformed segments give none', () => {
@@ -22,5 +23,25 @@ describe('partition hours of a key', () => {
     // a file key's prefix is its partition hour
     const key = 'pod=p/y=2026/m=11/d=29/h=07/eventType=hist_access_view/a.txt';
     expect(partitionPrefix(key)).toBe(parseObjectKey(key).partitionHour);
+  });
+
+  it("the directory source's hour per folder (parsed once per listing) is the file key's, names with a `=` included", () => {
+    const keys = [
+      'pod=p/siteLuid=s/y=2026/m=11/d=29/h=07/eventType=x/a.txt',
+      'pod=p/siteLuid=s/y=2026/m=11/d=29/h=07/eventType=x/b.txt', // the folder's hour, from the folder seen before
+      'pod=p/siteLuid=s/y=2026/m=11/d=29/h=07/eventType=x/h=09.txt', // a name that is a segment: not an hour then
+      'pod=p/siteLuid=s/y=2026/m=11/d=29/h=07/eventType=x/eventType=y', // (a name that changes nothing)
+      'y=2026/m=11/d=29/h=8', // the hour in the name only (a file named h=8)
+      'y=2026/m=11/d=29/a.txt',
+      'vizqlserver_0/vizqlserver_0.log', // tableau-server keys: no partition
+      'a.txt',
+    ];
+    const hourOf = folderHours();
+    for (const key of keys) {
+      const folder = key.slice(0, key.lastIndexOf('/') + 1);
+      expect(hourOf({ key, folder }), key).toBe(parseObjectKey(key).partitionHour);
+    }
+    expect(parseObjectKey(keys[2]!).partitionHour).toBeUndefined();
+    expect(parseObjectKey(keys[4]!).partitionHour).toBe('2026-11-29T08');
   });
 });

@@ -14,7 +14,7 @@
  * Files and folders are still `stat`ed at every listing (a file grows without its folder changing).
  */
 import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { sep } from 'node:path';
 import { readdirSync, statSync, type Stats } from 'node:fs';
 import type { LocalSyncCalls } from './local-sync-calls.js';
 import type { Logger } from '../../core/logger.js';
@@ -31,6 +31,8 @@ export interface ListedFile {
   mtimeMs: number;
   /** Last change of the file or its metadata, when listed. */
   ctimeMs: number;
+  /** The key's hour partition (`YYYY-MM-DDTHH`), for the source to set (a slot in every object, not a property added later). */
+  hour?: string | undefined;
 }
 
 /** A folder's entries worth a `stat`, in name order: hidden and unwanted names already left out. */
@@ -39,6 +41,11 @@ interface Entry {
   /** Known to be a regular file (a symlink or a folder may be either, once followed). */
   file: boolean;
   symlink: boolean;
+  /**
+   * A folder's device when the last listing `stat`ed it, if that was its parent's: not a mount
+   * point then, so on a local filesystem its next `stat` may be a synchronous call too.
+   */
+  dev?: number;
 }
 
 interface Folder {
@@ -99,10 +106,12 @@ export class FolderCache {
 
 const inOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+const NO_THROW = { throwIfNoEntry: false } as const;
+
 /** `stat` of a file with a synchronous call (local-sync-calls.ts); null when it cannot be (removed meanwhile). */
 function statOrNull(path: string): Stats | null {
   try {
-    return statSync(path, { throwIfNoEntry: false }) ?? null;
+    return statSync(path, NO_THROW) ?? null;
   } catch {
     return null;
   }
@@ -122,8 +131,9 @@ export async function listFiles(
   skipFolder?: (key: string) => boolean,
 ): Promise<ListedFile[]> {
   const out: ListedFile[] = [];
-  const seenFiles = new Set<string>();
-  const seenDirs = new Set<string>();
+  // (by device, the inodes seen: numbers, where `dev:ino` strings were made for every file at every listing)
+  const seenFiles = new InodeSet();
+  const seenDirs = new InodeSet();
   const visit = cache.begin();
   /** Names never read: files being written (`*.tmp`) and files the source does not want. */
   const ignored = (name: string): boolean => name.endsWith('.tmp') || !wanted(name);
@@ -156,38 +166,57 @@ export async function listFiles(
     const entries = await entriesOf(dir, id, dirStat);
     if (!entries) return;
     for (const e of entries) {
-      const full = join(dir, e.name);
+      // (`dir` is absolute and normalized, a name has no separator: path.join's normalization
+      // made several strings per file, a third of what a listing allocated)
+      const full = dir.endsWith(sep) ? dir + e.name : dir + sep + e.name;
       const key = prefix + e.name;
       if (skipFolder && !e.file && skipFolder(`${key}/`)) continue; // (a folder, or a link that may be one)
-      // (follows symlinks; a regular file on a local filesystem with a synchronous call, as a
-      // link or a folder may lead to, or be, another filesystem)
-      const st = e.file && sync?.allows(dirStat.dev, dir) ? await sync.call(dirStat.dev, () => statOrNull(full), log) : await stat(full).catch(() => null);
+      // (follows symlinks; on a local filesystem, a synchronous call for a regular file, and for
+      // a folder once a listing found it on its parent's device: a mount point is not, and a
+      // filesystem mounted on it since gets this one synchronous call, then the pool; a link may
+      // lead to another filesystem)
+      let st: Stats | null;
+      if ((e.file || e.dev === dirStat.dev) && sync?.allows(dirStat.dev, dir)) {
+        const turn = sync.turnDue();
+        if (turn) await turn;
+        st = sync.run(dirStat.dev, () => statOrNull(full), log);
+      } else st = await stat(full).catch(() => null);
       if (!st) {
         if (e.symlink) log?.debug({ object: key }, 'dangling symlink skipped');
         continue; // removed meanwhile
       }
       if (st.isDirectory()) {
-        const sub = `${st.dev}:${st.ino}`;
-        if (seenDirs.has(sub)) {
+        if (!e.symlink) e.dev = st.dev;
+        if (!seenDirs.add(st.dev, st.ino)) {
           if (e.symlink) log?.debug({ object: key }, 'symlinked directory already walked (a loop, or a second path to it): skipped');
           continue;
         }
-        seenDirs.add(sub);
-        await walk(full, `${key}/`, sub, st);
+        await walk(full, `${key}/`, `${st.dev}:${st.ino}`, st);
       } else if (st.isFile()) {
         if (!e.file && ignored(e.name)) continue;
-        const fid = `${st.dev}:${st.ino}`;
-        if (seenFiles.has(fid)) continue;
-        seenFiles.add(fid);
-        out.push({ key, full, folder: prefix, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
+        if (!seenFiles.add(st.dev, st.ino)) continue;
+        out.push({ key, full, folder: prefix, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, hour: undefined });
       }
     }
   };
 
   const rootStat = await stat(root);
-  const rootId = `${rootStat.dev}:${rootStat.ino}`;
-  seenDirs.add(rootId);
-  await walk(root, '', rootId, rootStat);
+  seenDirs.add(rootStat.dev, rootStat.ino);
+  await walk(root, '', `${rootStat.dev}:${rootStat.ino}`, rootStat);
   cache.end(visit);
   return out.sort((a, b) => inOrder(a.key, b.key));
+}
+
+/** Files or folders seen, by device and inode. */
+class InodeSet {
+  private readonly byDev = new Map<number, Set<number>>();
+
+  /** Adds one; false when it was there already. */
+  add(dev: number, ino: number): boolean {
+    let inodes = this.byDev.get(dev);
+    if (!inodes) this.byDev.set(dev, (inodes = new Set()));
+    if (inodes.has(ino)) return false;
+    inodes.add(ino);
+    return true;
+  }
 }

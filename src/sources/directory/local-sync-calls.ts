@@ -1,6 +1,7 @@
 /**
  * Synchronous file calls on the main thread, where they are safe: on a local filesystem, for the
- * listing's `stat`s and `readdir`s and for files small enough to be read in one call.
+ * listing's `stat`s (of files, and of folders known to be on their parent's device) and
+ * `readdir`s, and for files small enough to be read in one call.
  *
  * Each asynchronous call (`fs/promises`) is a handoff to libuv's pool and back: on this project's
  * machines 40-60 µs of CPU between the two threads' wake-ups, where the synchronous call takes
@@ -118,7 +119,16 @@ export class LocalSyncCalls {
 
   /** Lets the event loop turn once synchronous work has held it for SLICE_MS. */
   async breathe(): Promise<void> {
-    if (this.sliceStart >= 0 && performance.now() - this.sliceStart >= SLICE_MS) await new Promise<void>((resolve) => setImmediate(resolve));
+    await this.turnDue();
+  }
+
+  /**
+   * The loop's turn, when synchronous work has held it for SLICE_MS (await it); otherwise
+   * undefined, and no promise made: a listing's thousands of `stat`s need not each be awaited.
+   */
+  turnDue(): Promise<void> | undefined {
+    if (this.sliceStart >= 0 && performance.now() - this.sliceStart >= SLICE_MS) return new Promise<void>((resolve) => setImmediate(resolve));
+    return undefined;
   }
 }
 
