@@ -16,7 +16,7 @@
  * left, a copy (logrotate's `copytruncate`) is read on from there too, and a file truncated or
  * replaced under its name is read again from its start (with a warning). Records' uids derive
  * from the identity the file had when first read, so they survive a rename. A finished file read
- * for the first time is named from the read itself (identifiedWhenRead), one open per file.
+ * for the first time is named from the read itself (first-read-file.ts), one open per file.
  *
  * State stays bounded: finished files whose hour partition is older than `lookbackHours` before
  * the newest partition seen are dropped from the checkpoint and a watermark remembers that
@@ -24,12 +24,12 @@
  * and forgotten `lookbackHours` after they disappeared.
  */
 import { resolve } from 'node:path';
-import type { Stats } from 'node:fs';
 import type { Source, SourceObject } from '../source.js';
 import type { FileIdentity, ObjectProgress, SourceCheckpoint } from '../source-checkpoint.js';
 import type { Logger } from '../../core/logger.js';
 import { parseObjectKey, partitionPrefix } from '../../decoding/object-key.js';
 import { fileChunks } from './file-chunks.js';
+import { FirstReadFile, type FirstReadContext } from './first-read-file.js';
 import type { SyncCalls } from './open-file.js';
 import { localSyncCalls, type LocalSyncCalls } from './local-sync-calls.js';
 import { FolderCache, listFiles, type ListedFile } from './directory-listing.js';
@@ -52,7 +52,7 @@ export interface DirectorySourceHooks {
   /**
    * Every listed object's identity is known when pending() returns (default false: a finished
    * file read for the first time is named from the bytes its read starts with, see
-   * identifiedWhenRead). For a source that looks objects up by identity before reading them.
+   * first-read-file.ts). For a source that looks objects up by identity before reading them.
    */
   identityWhenListed?: boolean;
 }
@@ -144,6 +144,7 @@ export class DirectorySource implements Source {
     }
     const out: SourceObject[] = [];
     let knownUids: Set<string> | undefined;
+    let firstRead: FirstReadContext | undefined;
     for (const f of files) {
       const h = f.hour;
       const progress = checkpoint.objects[f.key];
@@ -157,7 +158,8 @@ export class DirectorySource implements Source {
         // a finished file not read before, and no entry it could be the copy of (matchIdentities
         // read no head of it): named when it is read, from the same open
         if (f.size === 0) continue; // nothing to read yet
-        out.push(this.identifiedWhenRead(f, (knownUids ??= uidsIn(checkpoint)), now));
+        firstRead ??= this.firstReadContext((knownUids ??= uidsIn(checkpoint)), now);
+        out.push(new FirstReadFile(f.key, f.size, f.full, f.dev, f.ino, firstRead));
         continue;
       }
       // an entry with a byte offset is a plain file; otherwise the head says (gzip, fingerprint)
@@ -219,56 +221,9 @@ export class DirectorySource implements Source {
     return this.syncCalls ? { calls: this.syncCalls, dev, log: this.log } : undefined;
   }
 
-  /**
-   * A finished file read for the first time, opened once: its identity (device, inode,
-   * fingerprint) comes from the handle its bytes are read through, and whether it is gzip from
-   * those bytes, before the first of them reaches the pipeline. A small file was otherwise
-   * opened twice (its head at listing, its bytes at reading): ten file operations, each a
-   * handoff to libuv's pool, where it now takes five. A file gone, replaced or unreadable before
-   * its first bytes is skipped (left as if not listed, looked at again next poll), as a head
-   * that cannot be read was.
-   */
-  private identifiedWhenRead(f: Candidate, known: Set<string>, now: number): SourceObject {
-    const listed: SourceObject = {
-      key: f.key,
-      identity: '', // set with the first bytes (see SourceObject.open)
-      size: f.size,
-      resumeAfterLine: 0,
-      open: (signal) => (listed.file ? again(signal) : first(signal)),
-    };
-    const full = f.full;
-    const sync = this.syncOn(f.dev);
-    const onEnd = (end: number | null): void => {
-      if (listed.startOffset === undefined) return; // gzip: its size is the one listed
-      if (end === null) delete listed.size;
-      else listed.size = end;
-    };
-    // the file named from its handle and first bytes; plain: by byte offset from its start, to
-    // the size listed (growth is read from there at the next poll); gzip: by line count, to its end
-    const name = (st: Stats, bytes: Buffer): { endAtExpectedSize: boolean } => {
-      const { gzip, fp } = headOf(bytes, true);
-      listed.file = this.newIdentity(known, st.dev, st.ino, fp!, now);
-      listed.identity = listed.file.uid;
-      if (!gzip) {
-        listed.startOffset = 0;
-        listed.startLine = 0;
-      }
-      return { endAtExpectedSize: !gzip };
-    };
-    // read again after a transient error: the file named on the first read, from its start
-    const again = (signal: AbortSignal): AsyncIterable<Buffer> =>
-      fileChunks(full, { expectedSize: f.size, signal, sync, ino: listed.file!.ino, endAtExpectedSize: listed.startOffset !== undefined, onEnd });
-    const log = this.log;
-    async function* first(signal: AbortSignal): AsyncGenerator<Buffer> {
-      try {
-        for await (const chunk of fileChunks(full, { expectedSize: f.size, signal, sync, ino: f.ino, onEnd, onFirstBytes: name })) yield chunk;
-      } catch (err) {
-        if (listed.file || signal.aborted) throw err;
-        log?.debug({ object: f.key, err: (err as Error).message }, 'file not read: it could not be opened');
-      }
-      if (!listed.file) listed.skipped = true;
-    }
-    return listed;
+  /** What the files of a listing read for the first time share (first-read-file.ts): named from their first read, one open per file. */
+  private firstReadContext(known: Set<string>, now: number): FirstReadContext {
+    return { name: (dev, ino, fp) => this.newIdentity(known, dev, ino, fp, now), calls: this.syncCalls, log: this.log };
   }
 
   /**
