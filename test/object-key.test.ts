@@ -39,7 +39,7 @@ describe('partition hours of a key', () => {
     const hourOf = folderHours();
     for (const key of keys) {
       const folder = key.slice(0, key.lastIndexOf('/') + 1);
-      expect(hourOf({ key, folder }), key).toBe(parseObjectKey(key).partitionHour);
+      expect(hourOf(key, folder), key).toBe(parseObjectKey(key).partitionHour);
     }
     expect(parseObjectKey(keys[2]!).partitionHour).toBeUndefined();
     expect(parseObjectKey(keys[4]!).partitionHour).toBe('2026-11-29T08');

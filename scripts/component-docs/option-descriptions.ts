@@ -40,6 +40,7 @@ export const OPTION_DOCS: Record<string, OptionDocs> = {
     concurrency: { text: 'files opened ahead of the one being read, their first bytes read ahead (files are still processed in order)' },
     finishAfter: { text: 'a last line without a newline is read once its file has not changed for this long **and** a newer file exists in its folder; `0` reads it at once (folders of finished files)' },
     syncLocalReads: { text: 'on a local filesystem (ext4, xfs, btrfs, tmpfs, overlay, ...), the listing\'s `stat`s and the reads of small files are synchronous calls instead of handoffs to Node\'s thread pool, the event loop let to turn every 5 ms; network and FUSE filesystems always go through the pool (see [Local filesystems](#local-filesystems-synchronous-calls)); `false`: every call through the pool' },
+    settledRecheckInterval: { text: 'a file of an hour partition read to its end, in a folder whose names have not changed since the last poll, is `stat`ed once per this interval instead of at every poll (see [Polls of a tree with history](#polls-of-a-tree-with-history)): files added, removed or renamed are seen at the next poll, a file rewritten in place under its name within this interval; `0`: every file at every poll' },
   },
   'source/tableau-server': {
     name: { text: 'checkpoint key; set it if you move the logs directory but keep the state', default: '`tableau-server:<logsDir>`' },

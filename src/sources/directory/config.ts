@@ -33,6 +33,13 @@ export const directorySourceConfigSchema = z
      * mounted bucket) are always read through the pool. false: every call through the pool.
      */
     syncLocalReads: z.boolean().default(true),
+    /**
+     * A file of an hour partition read to its end, in a folder whose names have not changed, is
+     * not `stat`ed at every poll but once per this interval: a file added, removed or renamed
+     * changes its folder and is seen at once; one rewritten in place under its name is seen within
+     * this interval. 0: every file at every poll.
+     */
+    settledRecheckInterval: durationSchema.default(60_000),
   })
   .strict();
 export type DirectorySourceConfig = z.infer<typeof directorySourceConfigSchema>;

@@ -11,7 +11,8 @@
  * back. Names are read again when the folder's times differ from those seen before the last read,
  * or when that read came less than `settleMs` after the folder's last change (timestamps are
  * coarser than the clock: a change in the same tick as a read would leave the times as they were).
- * Files and folders are still `stat`ed at every listing (a file grows without its folder changing).
+ * Folders are still `stat`ed at every listing, and files too (a file grows without its folder
+ * changing), except those the caller vouches for (`settled`) in a folder whose names were kept.
  */
 import { readdir, stat } from 'node:fs/promises';
 import { sep } from 'node:path';
@@ -33,6 +34,12 @@ export interface ListedFile {
   ctimeMs: number;
   /** The key's hour partition (`YYYY-MM-DDTHH`), for the source to set (a slot in every object, not a property added later). */
   hour?: string | undefined;
+}
+
+/** A file known to be as it was: its device and inode. */
+export interface SettledFile {
+  dev: number;
+  ino: number;
 }
 
 /** A folder's entries worth a `stat`, in name order: hidden and unwanted names already left out. */
@@ -129,6 +136,13 @@ export async function listFiles(
   sync?: LocalSyncCalls,
   /** Folders (keys ending in `/`) not to walk: nothing under them is wanted. */
   skipFolder?: (key: string) => boolean,
+  /**
+   * A file known to be as it was (the caller's word for it: read to its end, not to be looked at
+   * again yet), when its folder's names have not changed since they were read (a file added,
+   * removed or renamed there changes the folder): not `stat`ed and not listed (the caller takes
+   * it as it was); its device and inode count as seen (a second path to it is not listed either).
+   */
+  settled?: (key: string, folder: string) => SettledFile | undefined,
 ): Promise<ListedFile[]> {
   const out: ListedFile[] = [];
   // (by device, the inodes seen: numbers, where `dev:ino` strings were made for every file at every listing)
@@ -138,9 +152,10 @@ export async function listFiles(
   /** Names never read: files being written (`*.tmp`) and files the source does not want. */
   const ignored = (name: string): boolean => name.endsWith('.tmp') || !wanted(name);
 
-  const entriesOf = async (dir: string, id: string, st: Stats): Promise<Entry[] | undefined> => {
+  /** A folder's names; `kept`: the ones read before (the folder has not changed since). */
+  const entriesOf = async (dir: string, id: string, st: Stats): Promise<{ entries: Entry[]; kept: boolean } | undefined> => {
     const known = cache.lookup(id, st, visit);
-    if (known) return known;
+    if (known) return { entries: known, kept: true };
     let dirents;
     try {
       dirents = sync?.allows(st.dev, dir) ? await sync.call(st.dev, () => readdirSync(dir, { withFileTypes: true }), log) : await readdir(dir, { withFileTypes: true });
@@ -159,18 +174,26 @@ export async function listFiles(
     }
     entries.sort((a, b) => inOrder(a.name, b.name));
     cache.store(id, st, entries, readAt, visit);
-    return entries;
+    return { entries, kept: false };
   };
 
   const walk = async (dir: string, prefix: string, id: string, dirStat: Stats): Promise<void> => {
-    const entries = await entriesOf(dir, id, dirStat);
-    if (!entries) return;
-    for (const e of entries) {
+    const names = await entriesOf(dir, id, dirStat);
+    if (!names) return;
+    const unchanged = names.kept && settled !== undefined;
+    for (const e of names.entries) {
+      const key = prefix + e.name;
+      if (skipFolder && !e.file && skipFolder(`${key}/`)) continue; // (a folder, or a link that may be one)
+      if (unchanged && e.file) {
+        const known = settled(key, prefix);
+        if (known) {
+          seenFiles.add(known.dev, known.ino);
+          continue;
+        }
+      }
       // (`dir` is absolute and normalized, a name has no separator: path.join's normalization
       // made several strings per file, a third of what a listing allocated)
       const full = dir.endsWith(sep) ? dir + e.name : dir + sep + e.name;
-      const key = prefix + e.name;
-      if (skipFolder && !e.file && skipFolder(`${key}/`)) continue; // (a folder, or a link that may be one)
       // (follows symlinks; on a local filesystem, a synchronous call for a regular file, and for
       // a folder once a listing found it on its parent's device: a mount point is not, and a
       // filesystem mounted on it since gets this one synchronous call, then the pool; a link may

@@ -21,7 +21,9 @@
  * State stays bounded: finished files whose hour partition is older than `lookbackHours` before
  * the newest partition seen are dropped from the checkpoint and a watermark remembers that
  * everything before it is done (and the hour folders behind it are not walked: foldersDoneIn). Files without an hour partition are remembered individually,
- * and forgotten `lookbackHours` after they disappeared.
+ * and forgotten `lookbackHours` after they disappeared. A poll `stat`s the files of an hour
+ * partition read to their end, in folders that have not changed, only once per
+ * `settledRecheckInterval` (settledFiles).
  */
 import { resolve } from 'node:path';
 import type { Source, SourceObject } from '../source.js';
@@ -32,7 +34,7 @@ import { fileChunks } from './file-chunks.js';
 import { FirstReadFile, type FirstReadContext } from './first-read-file.js';
 import type { SyncCalls } from './open-file.js';
 import { localSyncCalls, type LocalSyncCalls } from './local-sync-calls.js';
-import { FolderCache, listFiles, type ListedFile } from './directory-listing.js';
+import { FolderCache, listFiles, type ListedFile, type SettledFile } from './directory-listing.js';
 import { fileUidIdentity, headOf, readFileHead, type FileHead } from './file-identity.js';
 import { directorySourceId, type DirectorySourceConfig } from './config.js';
 
@@ -72,6 +74,12 @@ export class DirectorySource implements Source {
   private readonly syncCalls: LocalSyncCalls | undefined;
   /** After pending(): whether it changed the checkpoint (see Source.checkpointChanged). */
   checkpointChanged = false;
+  /** When every file was last `stat`ed (settledFiles). */
+  private recheckedAt = 0;
+  /** Files handed out for reading within the last `settledRecheckInterval`, and when. */
+  private readonly handedOut = new Map<string, number>();
+  /** Of the current listing: the entries of files taken as they were, not listed (settledFiles). */
+  private readonly settledNow = new Set<ObjectProgress>();
 
   constructor(
     private readonly config: DirectorySourceConfig,
@@ -104,14 +112,15 @@ export class DirectorySource implements Source {
 
   async pending(checkpoint: SourceCheckpoint): Promise<SourceObject[]> {
     this.checkpointChanged = false;
-    const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log, this.folders, this.syncCalls, foldersDoneIn(checkpoint));
+    this.settledNow.clear();
+    const hourOf = folderHours();
+    const files: Candidate[] = this.hooks.list ? await this.hooks.list() : await listFiles(this.root, this.wanted, this.log, this.folders, this.syncCalls, foldersDoneIn(checkpoint), this.settledFiles(checkpoint, hourOf));
     const now = Date.now();
 
     // Bounded state: forget finished files far behind the newest partition.
     let newest = '';
-    const hourOf = folderHours();
     for (const f of files) {
-      const h = (f.hour = hourOf(f));
+      const h = (f.hour = hourOf(f.key, f.folder));
       if (h && h > newest) newest = h;
     }
     const watermark = typeof checkpoint.position?.[WATERMARK] === 'string' ? (checkpoint.position[WATERMARK] as string) : '';
@@ -213,7 +222,34 @@ export class DirectorySource implements Source {
       }
       out.push(listed);
     }
+    if (this.config.settledRecheckInterval > 0) for (const o of out) this.handedOut.set(o.key, now);
     return out;
+  }
+
+  /**
+   * Which files the listing may take as they were, without a `stat` and not listed
+   * (directory-listing.ts `settled`), until the next recheck of them all
+   * (`settledRecheckInterval`): a file of an hour partition read to its end at the size its entry
+   * says, not handed out for reading within the interval (a copy still being written into an
+   * unchanged folder is looked at every poll). Their entries are kept in settledNow (they are
+   * not gone). The newest partition of a listing that takes some files as they were may be older
+   * than the tree's: the watermark moves at the next recheck.
+   */
+  private settledFiles(checkpoint: SourceCheckpoint, hourOf: HourOf): ((key: string, folder: string) => SettledFile | undefined) | undefined {
+    const every = this.config.settledRecheckInterval;
+    const now = Date.now();
+    for (const [key, at] of this.handedOut) if (now - at >= every) this.handedOut.delete(key);
+    if (every <= 0 || now - this.recheckedAt >= every) {
+      this.recheckedAt = now;
+      return undefined;
+    }
+    return (key, folder) => {
+      const p = checkpoint.objects[key];
+      if (!p?.done || !p.file || p.size === undefined || (p.offset !== undefined && p.offset !== p.size)) return undefined;
+      if (this.handedOut.has(key) || hourOf(key, folder) === undefined) return undefined;
+      this.settledNow.add(p);
+      return p.file;
+    };
   }
 
   /** How files of device `dev` may be read synchronously (local-sync-calls.ts). */
@@ -255,6 +291,7 @@ export class DirectorySource implements Source {
     // (for-in: Object.entries made an array per entry, thousands at every poll)
     for (const key in checkpoint.objects) {
       const p = checkpoint.objects[key]!;
+      if (this.settledNow.has(p)) continue; // its file is as it was (not listed: settledFiles)
       const f = byKey.get(key);
       if (!p.file) {
         // an entry from before identities were kept: adopt the file under its name
@@ -391,16 +428,19 @@ function foldersDoneIn(checkpoint: SourceCheckpoint): ((key: string) => boolean)
  * folder's: some files per folder, each key split and parsed at every poll before). A file whose
  * own name has a `name=value` segment is parsed whole.
  */
-export function folderHours(): (f: Pick<ListedFile, 'key' | 'folder'>) => string | undefined {
+export function folderHours(): HourOf {
   const byFolder = new Map<string, string | undefined>();
-  return (f) => {
-    if (f.key.indexOf('=', f.folder.length) !== -1) return parseObjectKey(f.key).partitionHour;
-    if (byFolder.has(f.folder)) return byFolder.get(f.folder);
-    const h = parseObjectKey(f.folder).partitionHour;
-    byFolder.set(f.folder, h);
+  return (key, folder) => {
+    if (key.indexOf('=', folder.length) !== -1) return parseObjectKey(key).partitionHour;
+    if (byFolder.has(folder)) return byFolder.get(folder);
+    const h = parseObjectKey(folder).partitionHour;
+    byFolder.set(folder, h);
     return h;
   };
 }
+
+/** A file's hour partition, from its key and its folder (the key up to its last `/`). */
+export type HourOf = (key: string, folder: string) => string | undefined;
 
 /** The uid identities of the files in the checkpoint (and those gone). */
 function uidsIn(checkpoint: SourceCheckpoint): Set<string> {

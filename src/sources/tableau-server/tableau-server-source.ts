@@ -78,6 +78,7 @@ export class TableauServerSource implements Source {
         extensions: [],
         concurrency: 4,
         finishAfter: config.finishAfter,
+        settledRecheckInterval: 0, // (its own listing: log files have no hour partition)
         syncLocalReads: true,
       },
       ctx.baseDir,
