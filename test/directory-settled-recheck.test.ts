@@ -42,16 +42,23 @@ function source(dir: string, every: string): DirectorySource {
   return new DirectorySource(directorySourceConfigSchema.parse({ type: 'directory', path: dir, settledRecheckInterval: every }));
 }
 
+/** A tree with one hour file, `a`, read to its end, its folder settled; the source's first poll done (a recheck of every file). */
+async function settledTree(every: string): Promise<{ dir: string; a: string; cp: SourceCheckpoint; src: DirectorySource; firstPollAt: number }> {
+  const dir = tempDir('tao-settled-');
+  const a = `${FOLDER}/a.txt`;
+  put(dir, a, lines(0, 3));
+  const cp: SourceCheckpoint = { objects: {} };
+  await readToEnd(cp, dir, a, 3);
+  await folderSettled(dir);
+  const src = source(dir, every);
+  const firstPollAt = Date.now();
+  expect(await src.pending(cp)).toEqual([]);
+  return { dir, a, cp, src, firstPollAt };
+}
+
 describe('the polls of a tree with history', () => {
   it('a file read to its end is taken as it was while its folder does not change; a file added is seen at the next poll', async () => {
-    const dir = tempDir('tao-settled-');
-    const a = `${FOLDER}/a.txt`;
-    put(dir, a, lines(0, 3));
-    const cp: SourceCheckpoint = { objects: {} };
-    await readToEnd(cp, dir, a, 3);
-    await folderSettled(dir);
-    const src = source(dir, '1h');
-    expect(await src.pending(cp)).toEqual([]); // (every file stat'ed: the first poll is a recheck)
+    const { dir, a, cp, src } = await settledTree('1h');
     const sizeRead = cp.objects[a]!.size!;
 
     appendFileSync(join(dir, a), lines(3, 2)); // grown in place: its folder does not change
@@ -65,17 +72,9 @@ describe('the polls of a tree with history', () => {
   });
 
   it('a file grown in place is seen once the interval has passed', async () => {
-    const dir = tempDir('tao-settled-');
-    const a = `${FOLDER}/a.txt`;
-    put(dir, a, lines(0, 3));
-    const cp: SourceCheckpoint = { objects: {} };
-    await readToEnd(cp, dir, a, 3);
-    await folderSettled(dir);
-    const src = source(dir, '200ms');
-    const first = Date.now();
-    expect(await src.pending(cp)).toEqual([]);
+    const { dir, a, cp, src, firstPollAt } = await settledTree('200ms');
     appendFileSync(join(dir, a), lines(3, 2));
-    await waitFor('the interval passed', () => Date.now() - first > 250, 5_000, 10);
+    await waitFor('the interval passed', () => Date.now() - firstPollAt > 250, 5_000, 10);
     expect((await src.pending(cp)).map((o) => ({ key: o.key, startOffset: o.startOffset }))).toEqual([{ key: a, startOffset: cp.objects[a]!.size }]);
   });
 
@@ -94,14 +93,7 @@ describe('the polls of a tree with history', () => {
   });
 
   it('settledRecheckInterval 0: every file at every poll', async () => {
-    const dir = tempDir('tao-settled-');
-    const a = `${FOLDER}/a.txt`;
-    put(dir, a, lines(0, 3));
-    const cp: SourceCheckpoint = { objects: {} };
-    await readToEnd(cp, dir, a, 3);
-    await folderSettled(dir);
-    const src = source(dir, '0');
-    expect(await src.pending(cp)).toEqual([]);
+    const { dir, a, cp, src } = await settledTree('0');
     appendFileSync(join(dir, a), lines(3, 2));
     expect((await src.pending(cp)).map((o) => o.key)).toEqual([a]);
   });
