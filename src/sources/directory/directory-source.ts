@@ -20,10 +20,10 @@
  *
  * State stays bounded: finished files whose hour partition is older than `lookbackHours` before
  * the newest partition seen are dropped from the checkpoint and a watermark remembers that
- * everything before it is done (and the hour folders behind it are not walked: foldersDoneIn). Files without an hour partition are remembered individually,
- * and forgotten `lookbackHours` after they disappeared. A poll `stat`s the files of an hour
- * partition read to their end, in folders that have not changed, only once per
- * `settledRecheckInterval` (settledFiles).
+ * everything before it is done (and the hour folders behind it are not walked: foldersDoneIn).
+ * Files without an hour partition are remembered individually, and forgotten `lookbackHours`
+ * after they disappeared. A poll `stat`s the files of an hour partition read to their end, in
+ * folders that have not changed, only once per `settledRecheckInterval` (settledFiles).
  */
 import { resolve } from 'node:path';
 import type { Source, SourceObject } from '../source.js';

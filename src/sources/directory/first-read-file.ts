@@ -35,10 +35,12 @@ export class FirstReadFile implements SourceObject {
   startOffset: number | undefined = undefined;
   startLine: number | undefined = undefined;
   skipped: boolean | undefined = undefined;
+  /** The size listed, then (a plain file) its end as read: where its next read starts. */
+  size: number | undefined;
 
   constructor(
     readonly key: string,
-    /** The size listed (a plain file's size becomes its end as read: its next read starts there). */
+    /** The size listed: what a read expects to find. */
     private readonly listedSize: number,
     private readonly path: string,
     private readonly dev: number,
@@ -48,8 +50,6 @@ export class FirstReadFile implements SourceObject {
   ) {
     this.size = listedSize;
   }
-
-  size: number | undefined;
 
   open(signal: AbortSignal): AsyncIterable<Buffer> {
     return this.file ? this.again(signal) : this.first(signal);
