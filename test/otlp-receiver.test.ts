@@ -501,6 +501,22 @@ describe('OTLP receiver', () => {
     expect(performance.now() - t0).toBeLessThan(200);
   });
 
+  it('hold() keeps every answer back until released; the requests are recorded meanwhile', async () => {
+    const bytes = encodeWithProtobufjs(sampleRequestObject());
+    const release = r.hold();
+    let answered = 0;
+    const posts = [1, 2].map(() => post(r, bytes, 'application/x-protobuf').then((x) => ((answered += 1), x.status)));
+    while (r.requests.length < 2) await new Promise((res) => setTimeout(res, 10));
+    // without the hold, a request recorded is answered and its records accepted in the same turn
+    expect(r.records()).toHaveLength(0);
+    expect(answered).toBe(0);
+    release();
+    expect(await Promise.all(posts)).toEqual([200, 200]);
+    expect(r.records()).toHaveLength(4);
+    release(); // a second call is harmless
+    expect((await post(r, bytes, 'application/x-protobuf')).status).toBe(200);
+  });
+
   it('waitForRecords resolves on arrival and rejects on timeout', async () => {
     const waiting = r.waitForRecords(4, 5000);
     const bytes = encodeWithProtobufjs(sampleRequestObject());

@@ -235,6 +235,11 @@ export interface OtlpReceiver {
   respondNext(...responses: QueuedResponse[]): void;
   /** Make every request wait this long before answering (0 = off). */
   setDelay(ms: number): void;
+  /**
+   * Hold every answer (requests still arrive and are recorded) until the returned function is
+   * called: a destination stalled for exactly as long as a test needs, whatever the machine's load.
+   */
+  hold(): () => void;
   /** Reject everything with this status until cleared (null). */
   setStatus(status: number | null): void;
   /** Answer 413 to a request whose body (as received) is larger than this (null: no limit), like a proxy's body size limit. */
@@ -511,6 +516,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const timers = new Set<NodeJS.Timeout>();
   const waiters = new Set<() => void>();
   let closed = false;
+  let gate: { held: Promise<void>; release: () => void } | null = null;
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -593,6 +599,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     requests.push(entry);
 
     if (wait > 0) await sleep(wait);
+    while (gate && !closed) await gate.held;
     if (closed || res.destroyed) return;
 
     const lower = Object.fromEntries(Object.entries(respHeaders).map(([k, v]) => [k.toLowerCase(), v]));
@@ -642,6 +649,18 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     setDelay: (ms) => {
       delayMs = Math.max(0, ms);
     },
+    hold: () => {
+      if (!gate) {
+        let release = () => {};
+        const held = new Promise<void>((resolve) => (release = resolve));
+        gate = { held, release };
+      }
+      const mine = gate;
+      return () => {
+        if (gate === mine) gate = null;
+        mine.release();
+      };
+    },
     setStatus: (status) => {
       forcedStatus = status;
     },
@@ -678,6 +697,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     close: async () => {
       if (closed) return;
       closed = true;
+      gate?.release();
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await new Promise<void>((resolve) => {

@@ -7,8 +7,9 @@
  *   the long run); then it comes back and more files land in both sources. Every record arrives; duplicates only from the batches the outage cut (at most
  *   sources × in-flight batches), none of the files that came later (a failed runtime whose
  *   reader of the idle source kept polling would send each of them once more per restart);
- * - second-daemon: while a daemon works through a backfill, a second daemon and a `run --once`
- *   on the same state directory exit 2 naming the holder (pid, lock file); the first finishes
+ * - second-daemon: while a daemon works through a backfill (the destination's answers held until
+ *   they have tried), a second daemon and a `run --once` on the same state directory exit 2
+ *   naming the holder (pid, lock file); the first finishes
  *   with no duplicates, releases the lock on SIGTERM; then a `kill -9` leaves a stale lock that
  *   the next `run --once` takes over with a warning and finishes.
  */
@@ -114,11 +115,10 @@ export const secondDaemon: Scenario = {
   async run(ctx, { short }) {
     const receiver = await startOtlpReceiver();
     ctx.defer(() => receiver.close());
-    receiver.setDelay(50); // the backfill takes a while: the second processes come while it runs
     const work = ctx.dir('work');
     const first = writeFixtureTree(join(work, 'logs'), short ? 16 : 60, 500);
     const state = join(work, 'state');
-    const tenants = [{ id: 'acme', sources: [{ type: 'directory', path: join(work, 'logs'), pollInterval: '500ms' }], destinations: [{ type: 'otlp', endpoint: receiver.url }] }];
+    const tenants = [{ id: 'acme', sources: [{ type: 'directory', path: join(work, 'logs'), pollInterval: '500ms' }], destinations: [{ type: 'otlp', endpoint: receiver.url, timeout: '300s' }] }];
     const pipeline = { batchSize: 250, maxInFlightBatches: 2 };
     const config = ctx.writeConfig(work, { stateDir: state, pipeline, tenants });
     // the second process has a config of its own that points at the same state directory
@@ -127,8 +127,12 @@ export const secondDaemon: Scenario = {
     const extra: string[] = [];
     const notes: string[] = [];
 
+    // the destination's answers are held (well within the export timeout) until the second
+    // processes have tried: the first daemon is mid-backfill whatever the machine's load
+    const release = receiver.hold();
+    ctx.defer(release);
     const d = ctx.start(['run', '--config', config]);
-    await waitFor(() => receiver.records().length >= 500 || !d.alive, 30_000, 10);
+    await waitFor(() => receiver.requests.length >= 1 || !d.alive, 30_000, 10);
     const pid = d.proc.child.pid!;
     for (const args of [['run', '--config', config2], ['run', '--once', '--config', config2]]) {
       const r = await ctx.run(args, {}, 60_000);
@@ -136,7 +140,8 @@ export const secondDaemon: Scenario = {
       const named = out.includes(`process ${pid}`) && out.includes(lock);
       if (r.code !== 2 || !named) extra.push(`${args.slice(0, 2).join(' ')} beside the daemon: exit ${r.code}${named ? '' : ', the holder (pid, lock file) not named'}: ${out.slice(0, 200)}`);
     }
-    if (receiver.records().length >= first.records.length) extra.push('the backfill had finished before the second processes started (make it bigger)');
+    if (receiver.records().length >= first.records.length || !d.alive) extra.push('the first daemon was not mid-backfill while the second processes tried');
+    release();
     notes.push('second daemon and run --once: exit 2 naming the holder');
     const seqs = (): Set<unknown> => new Set(receiver.records().map((r) => r.attributes['tableau.test_seq']));
     if (!(await waitFor(() => seqs().size >= first.records.length || !d.alive, 180_000, 100))) extra.push('the first daemon did not finish its backfill');
