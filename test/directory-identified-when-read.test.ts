@@ -11,7 +11,7 @@ import { join, dirname } from 'node:path';
 import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { DirectorySource, directorySourceConfigSchema } from '../src/sources/directory/directory-source.js';
-import { fileUidIdentity, readFileHead } from '../src/sources/directory/file-identity.js';
+import { contentUidIdentity, readFileHead } from '../src/sources/directory/file-identity.js';
 import type { Source, SourceObject } from '../src/sources/source.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
 import { CheckpointStore } from '../src/pipeline/checkpoint-store.js';
@@ -57,8 +57,8 @@ describe('a finished file named when it is read', () => {
     expect(await readAll(objects[0]!)).toEqual(readFileSync(plain));
     const hp = await readFileHead(plain, true);
     expect(objects[0]).toMatchObject({
-      identity: fileUidIdentity(hp.dev, hp.ino, hp.fp!),
-      file: { dev: hp.dev, ino: hp.ino, fp: hp.fp, uid: fileUidIdentity(hp.dev, hp.ino, hp.fp!) },
+      identity: contentUidIdentity(hp.fp!),
+      file: { dev: hp.dev, ino: hp.ino, fp: hp.fp, uid: contentUidIdentity(hp.fp!) },
       startOffset: 0,
       startLine: 0,
       size: readFileSync(plain).length,
@@ -68,7 +68,7 @@ describe('a finished file named when it is read', () => {
     expect(await readAll(objects[1]!)).toEqual(readFileSync(gz)); // the raw gzip bytes: the pipeline gunzips them
     const hg = await readFileHead(gz, true);
     expect(hg.gzip).toBe(true);
-    expect(objects[1]).toMatchObject({ identity: fileUidIdentity(hg.dev, hg.ino, hg.fp!), file: { fp: hg.fp }, size: readFileSync(gz).length });
+    expect(objects[1]).toMatchObject({ identity: contentUidIdentity(hg.fp!), file: { fp: hg.fp }, size: readFileSync(gz).length });
     expect(objects[1]!.startOffset).toBeUndefined();
     expect(existsSync(empty)).toBe(true);
   });

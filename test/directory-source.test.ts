@@ -103,6 +103,26 @@ describe('DirectorySource identities', () => {
     expect(next.map((o) => ({ key: o.key, startOffset: o.startOffset }))).toEqual([{ key: 'y.log', startOffset: 0 }]);
   });
 
+  it('a crash before a file\'s first checkpoint, then copytruncate: the copy\'s records get the uids they were sent with', async () => {
+    const dir = tempDir('tao-dirsrc-');
+    const active = join(dir, 'backgrounder_0-cepp-canonical-events.log');
+    writeFileSync(active, lines(0, 10));
+    const identityOf = async (objects: SourceObject[], key: string): Promise<string | undefined> => {
+      const o = objects.find((x) => x.key === key);
+      if (o) for await (const _ of o.open(new AbortController().signal)); // (named when read)
+      return o?.identity;
+    };
+    const sent = await identityOf(await source(dir).pending({ objects: {} }), 'backgrounder_0-cepp-canonical-events.log');
+    expect(sent).toBeDefined();
+    // the daemon is killed before it saved anything of the file; meanwhile logrotate copies and truncates it
+    copyFileSync(active, `${active}.1`);
+    truncateSync(active, 0);
+    appendFileSync(active, lines(10, 3));
+    const objects = await source(dir).pending({ objects: {} });
+    expect(await identityOf(objects, 'backgrounder_0-cepp-canonical-events.log.1')).toBe(sent);
+    expect(await identityOf(objects, 'backgrounder_0-cepp-canonical-events.log')).not.toBe(sent);
+  });
+
   it('hidden folders are not walked; a file in a folder linked twice is listed once', async () => {
     const dir = tempDir('tao-dirsrc-');
     mkdirSync(join(dir, 'a'));

@@ -35,7 +35,7 @@ import { FirstReadFile, type FirstReadContext } from './first-read-file.js';
 import type { SyncCalls } from './open-file.js';
 import { localSyncCalls, type LocalSyncCalls } from './local-sync-calls.js';
 import { FolderCache, listFiles, type ListedFile, type SettledFile } from './directory-listing.js';
-import { fileUidIdentity, headOf, readFileHead, type FileHead } from './file-identity.js';
+import { contentUidIdentity, fileUidIdentity, headOf, readFileHead, type FileHead } from './file-identity.js';
 import { directorySourceId, type DirectorySourceConfig } from './config.js';
 
 export { directorySourceConfigSchema, type DirectorySourceConfig } from './config.js';
@@ -263,12 +263,15 @@ export class DirectorySource implements Source {
   }
 
   /**
-   * A file read for the first time. Its uid identity is its device, inode and fingerprint;
-   * unless a file read before had the same (truncated and written again from the same first
-   * line): then the time tells them apart, so that their records do not share uids.
+   * A file read for the first time. Its uid identity is its first line's fingerprint (so a copy
+   * seen in its place after a crash sends its records under the uids they had); when a file read
+   * before began with the same line, its device, inode and fingerprint; when even those are
+   * taken (truncated and written again from the same first line), the time tells them apart, so
+   * that their records do not share uids.
    */
   private newIdentity(known: Set<string>, dev: number, ino: number, fp: string, now: number): FileIdentity {
-    let uid = fileUidIdentity(dev, ino, fp);
+    let uid = contentUidIdentity(fp);
+    if (known.has(uid)) uid = fileUidIdentity(dev, ino, fp);
     if (known.has(uid)) uid += `\n${now}`;
     known.add(uid);
     return { dev, ino, fp, uid };

@@ -76,7 +76,19 @@ export function fingerprint(head: Buffer, finished: boolean): string | null {
   return createHash('sha256').update(head.subarray(0, end)).digest('hex').slice(0, 32);
 }
 
-/** What a file's records' `log.record.uid` is derived from (see source.ts uidPrefixFor): its identity when first read. */
+/**
+ * What a file's records' `log.record.uid` is derived from (see source.ts uidPrefixFor) when it is
+ * first read: its first line's fingerprint alone. A copy of the file (logrotate's copytruncate,
+ * a compressed copy) begins with the same line, so its records get the same uids even when the
+ * daemon first sees the copy, e.g. after a crash that came before the file's first checkpoint.
+ * When a file read before began with the same line (a file truncated and written again, two
+ * files alike), the new one is told apart by its device and inode ({@link fileUidIdentity}).
+ */
+export function contentUidIdentity(fp: string): string {
+  return `file\n${fp}`;
+}
+
+/** A file's uid identity by device, inode and fingerprint: for a file that begins like one read before. */
 export function fileUidIdentity(dev: number, ino: number, fp: string): string {
   return `file\n${dev}:${ino}\n${fp}`;
 }
