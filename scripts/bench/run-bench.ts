@@ -206,8 +206,21 @@ interface ChildResult {
    * it could not report (killed), the last value polled from /proc/<pid>/stat.
    */
   cpuSeconds: number;
+  /** The child's own CPU by thread (report-usage.mjs), when it could report. */
+  threads?: ThreadSeconds;
   stdout: string;
   stderr: string;
+}
+
+/**
+ * A process's CPU-seconds by thread, at its exit (report-usage.mjs): its main thread, the
+ * threads still there (V8's platform threads, libuv's pool), the threads that had ended (the
+ * encode workers of a `run --once`, which stops them before it exits).
+ */
+interface ThreadSeconds {
+  main: number;
+  alive: number;
+  ended: number;
 }
 
 let currentChild: ChildProcess | null = null;
@@ -287,15 +300,17 @@ function runChild(args: string[], env: NodeJS.ProcessEnv = childEnv(), onSpawn?:
       currentChild = null;
       const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
       let cpuSeconds = polledCpu;
+      let threads: ThreadSeconds | undefined;
       try {
-        const usage = JSON.parse(fs.readFileSync(usageFile, 'utf8')) as { cpuSeconds: number; maxRssBytes: number };
+        const usage = JSON.parse(fs.readFileSync(usageFile, 'utf8')) as { cpuSeconds: number; maxRssBytes: number; threads?: ThreadSeconds };
         cpuSeconds = usage.cpuSeconds;
+        threads = usage.threads;
         peakKb = Math.max(peakKb, usage.maxRssBytes / 1024);
         fs.rmSync(usageFile, { force: true });
       } catch {
         // killed before it could report: the polled figures
       }
-      resolve({ code, signal, wallSeconds, peakRssBytes: peakKb * 1024, cpuSeconds, stdout, stderr });
+      resolve({ code, signal, wallSeconds, peakRssBytes: peakKb * 1024, cpuSeconds, ...(threads ? { threads } : {}), stdout, stderr });
     });
   });
 }
@@ -321,6 +336,8 @@ interface RepResult {
   wallSeconds: number;
   /** User + system CPU-seconds of the child's process tree. */
   cpuSeconds: number;
+  /** The child's own CPU by thread, when it reported it. */
+  threads?: ThreadSeconds;
   /** Time measured inside the child, where it reports one. */
   innerSeconds?: number;
   peakRssBytes: number;
@@ -356,6 +373,16 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+/** Medians of the repetitions' CPU by thread, each part on its own; undefined when a repetition did not report it. */
+function medianThreads(reps: RepResult[]): ThreadSeconds | undefined {
+  if (reps.length === 0 || reps.some((r) => r.threads === undefined)) return undefined;
+  return {
+    main: median(reps.map((r) => r.threads!.main)),
+    alive: median(reps.map((r) => r.threads!.alive)),
+    ended: median(reps.map((r) => r.threads!.ended)),
+  };
+}
+
 function summarise(name: string, description: string, events: number, inputBytes: number, reps: RepResult[], note?: string): CaseSummary {
   const medianSeconds = median(reps.map((r) => r.wallSeconds));
   return {
@@ -382,6 +409,7 @@ async function runFloor(dir: string, expectedEvents: number): Promise<RepResult>
   return {
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
+    ...(r.threads ? { threads: r.threads } : {}),
     innerSeconds: Number(out?.seconds),
     peakRssBytes: Math.max(r.peakRssBytes, Number(out?.maxRssBytes ?? 0)),
     events,
@@ -403,6 +431,7 @@ async function runNaive(corpus: CorpusSummary, receiver: DiscardingReceiver, end
   return {
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
+    ...(r.threads ? { threads: r.threads } : {}),
     innerSeconds: Number(out?.seconds),
     peakRssBytes: Math.max(r.peakRssBytes, Number(out?.maxRssBytes ?? 0)),
     events,
@@ -492,6 +521,7 @@ async function runOurs(
   const result: RepResult = {
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
+    ...(r.threads ? { threads: r.threads } : {}),
     ...(finished?.seconds !== undefined ? { innerSeconds: Number(finished.seconds) } : {}),
     peakRssBytes: r.peakRssBytes,
     events: exported,
@@ -757,6 +787,7 @@ async function runTenants(workDir: string, sourceDir: string, eventsPerTenant: n
     peakRssMb: r.peakRssBytes / 1e6,
     settledRssMb: settled.length ? (median(settled) * 1024) / 1e6 : NaN,
     cpuSeconds: r.cpuSeconds,
+    ...(r.threads ? { threads: r.threads } : {}),
     idleCpuPercent,
     ok,
     ...(problem ? { problem } : {}),
@@ -1023,6 +1054,14 @@ async function main(): Promise<number> {
           `ours CPU / floor CPU, plain corpus: ${num(oursPlain.medianCpuSeconds, 2)} / ${num(floorPlain.medianCpuSeconds, 2)} s = ${num(cpuRatio, 2)}x   (target <= ${TARGETS.cpuRatio}x: ${mark(cpuRatio <= TARGETS.cpuRatio)})`,
         );
         out.push(`ours CPU / floor CPU, gzip corpus: ${num(ours.medianCpuSeconds, 2)} / ${num(floor.medianCpuSeconds, 2)} s = ${num(ours.medianCpuSeconds / floor.medianCpuSeconds, 2)}x`);
+        const oursThreads = medianThreads(oursPlainReps);
+        const floorThreads = medianThreads(floorPlainReps);
+        if (oursThreads && floorThreads) {
+          out.push(
+            `  by thread, plain corpus (medians): ours main thread ${num(oursThreads.main, 2)} s, encode workers (ended before exit) ${num(oursThreads.ended, 2)} s, ` +
+              `V8's and libuv's threads ${num(oursThreads.alive, 2)} s; the floor's main thread ${num(floorThreads.main, 2)} s, its other threads ${num(floorThreads.alive + floorThreads.ended, 2)} s`,
+          );
+        }
       }
       if (enriched) {
         const pairedWall = enrichedReps.map((e, i) => e.wallSeconds / oursReps[i]!.wallSeconds - 1);
