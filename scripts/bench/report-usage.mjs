@@ -15,13 +15,16 @@
 import fs from 'node:fs';
 
 /**
- * User + system CPU-seconds of one `/proc/<pid>/stat` or `/proc/<pid>/task/<tid>/stat` text (fields
- * after the command name, which may hold spaces: utime is field 14, stime 15; USER_HZ is 100).
+ * Clock ticks (1/100 s: USER_HZ) of a `/proc/<pid>/stat` or `/proc/<pid>/task/<tid>/stat` text as
+ * seconds: fields `a` and `b` (1-based, as proc(5) numbers them: utime 14, stime 15, cutime 16,
+ * cstime 17), counted after the command name, which may hold spaces.
  * @param {string} stat
+ * @param {number} a
+ * @param {number} b
  */
-function statSeconds(stat) {
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(rest[11]) + Number(rest[12])) / 100;
+function statSeconds(stat, a, b) {
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // rest[0] is field 3
+  return (Number(rest[a - 3]) + Number(rest[b - 3])) / 100;
 }
 
 /**
@@ -40,7 +43,7 @@ function threadSeconds(ownSeconds) {
   for (const tid of tids) {
     let s;
     try {
-      s = statSeconds(fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8'));
+      s = statSeconds(fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8'), 14, 15);
     } catch {
       continue; // (ended while listed: counted with the ended threads)
     }
@@ -56,10 +59,7 @@ if (file) {
     const ru = process.resourceUsage();
     let childrenSeconds = 0;
     try {
-      // fields after the command name (which may hold spaces): state is field 3, cutime 16, cstime 17
-      const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      childrenSeconds = (Number(rest[13]) + Number(rest[14])) / 100; // USER_HZ is 100 on Linux
+      childrenSeconds = statSeconds(fs.readFileSync('/proc/self/stat', 'utf8'), 16, 17);
     } catch {
       // no /proc: this process only
     }

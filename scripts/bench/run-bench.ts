@@ -207,7 +207,7 @@ interface ChildResult {
    */
   cpuSeconds: number;
   /** The child's own CPU by thread (report-usage.mjs), when it could report. */
-  threads?: ThreadSeconds;
+  threads: ThreadSeconds | undefined;
   stdout: string;
   stderr: string;
 }
@@ -310,7 +310,7 @@ function runChild(args: string[], env: NodeJS.ProcessEnv = childEnv(), onSpawn?:
       } catch {
         // killed before it could report: the polled figures
       }
-      resolve({ code, signal, wallSeconds, peakRssBytes: peakKb * 1024, cpuSeconds, ...(threads ? { threads } : {}), stdout, stderr });
+      resolve({ code, signal, wallSeconds, peakRssBytes: peakKb * 1024, cpuSeconds, threads, stdout, stderr });
     });
   });
 }
@@ -337,7 +337,7 @@ interface RepResult {
   /** User + system CPU-seconds of the child's process tree. */
   cpuSeconds: number;
   /** The child's own CPU by thread, when it reported it. */
-  threads?: ThreadSeconds;
+  threads?: ThreadSeconds | undefined;
   /** Time measured inside the child, where it reports one. */
   innerSeconds?: number;
   peakRssBytes: number;
@@ -409,7 +409,7 @@ async function runFloor(dir: string, expectedEvents: number): Promise<RepResult>
   return {
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
-    ...(r.threads ? { threads: r.threads } : {}),
+    threads: r.threads,
     innerSeconds: Number(out?.seconds),
     peakRssBytes: Math.max(r.peakRssBytes, Number(out?.maxRssBytes ?? 0)),
     events,
@@ -431,7 +431,7 @@ async function runNaive(corpus: CorpusSummary, receiver: DiscardingReceiver, end
   return {
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
-    ...(r.threads ? { threads: r.threads } : {}),
+    threads: r.threads,
     innerSeconds: Number(out?.seconds),
     peakRssBytes: Math.max(r.peakRssBytes, Number(out?.maxRssBytes ?? 0)),
     events,
@@ -521,7 +521,7 @@ async function runOurs(
   const result: RepResult = {
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
-    ...(r.threads ? { threads: r.threads } : {}),
+    threads: r.threads,
     ...(finished?.seconds !== undefined ? { innerSeconds: Number(finished.seconds) } : {}),
     peakRssBytes: r.peakRssBytes,
     events: exported,
@@ -787,7 +787,6 @@ async function runTenants(workDir: string, sourceDir: string, eventsPerTenant: n
     peakRssMb: r.peakRssBytes / 1e6,
     settledRssMb: settled.length ? (median(settled) * 1024) / 1e6 : NaN,
     cpuSeconds: r.cpuSeconds,
-    ...(r.threads ? { threads: r.threads } : {}),
     idleCpuPercent,
     ok,
     ...(problem ? { problem } : {}),
