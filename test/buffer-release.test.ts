@@ -2,7 +2,8 @@
  * Read buffers freed as soon as their bytes are copied into the encode workers' shared buffers
  * (src/core/buffer-release.ts): the rules on their own, then the real path (a file read by the
  * directory source's reader, gunzipped or not, cut into chunks, copied by the built encode pool)
- * with the records checked by the test receiver's own protobuf decoder.
+ * with the records checked by the test receiver's own protobuf decoder. Whole reads' buffers are
+ * kept for the next read instead (a few), and freed when the pool goes quiet.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
-import { copiedOut, onlyUsed, releaseWhenCopied } from '../src/core/buffer-release.js';
+import { copiedOut, dropSpareReadBuffers, MAX_SPARE_READ_BUFFERS, onlyUsed, READ_BUFFER_BYTES, readBuffer, releaseWhenCopied, spareReadBuffers } from '../src/core/buffer-release.js';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
 import type { ChunkSegment, ProcessorInit } from '../src/pipeline/chunk-processor.js';
@@ -21,9 +22,18 @@ const { EncodeWorkerPool } = (await import('../dist/pipeline/worker-pool.js')) a
 const { fileChunks } = (await import('../dist/sources/directory/file-chunks.js')) as typeof import('../src/sources/directory/file-chunks.js');
 const { decompressed } = (await import('../dist/decoding/object-lines.js')) as typeof import('../src/decoding/object-lines.js');
 const { objectChunks } = (await import('../dist/decoding/object-chunks.js')) as typeof import('../src/decoding/object-chunks.js');
-const { bufferReleaseStats } = (await import('../dist/core/buffer-release.js')) as typeof import('../src/core/buffer-release.js');
+const built = (await import('../dist/core/buffer-release.js')) as typeof import('../src/core/buffer-release.js');
+const { bufferReleaseStats } = built;
 
 const detached = (ab: ArrayBufferLike): boolean => ab.byteLength === 0;
+
+async function waitFor(cond: () => boolean, ms = 20_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 describe('buffer release: the rules', () => {
   it('a registered buffer is detached once views covering all of it were copied out, not before', () => {
@@ -69,6 +79,65 @@ describe('buffer release: the rules', () => {
     expect(detached(other.buffer)).toBe(false);
     copiedOut(other.subarray(0, 500));
     expect(detached(other.buffer)).toBe(true);
+  });
+});
+
+describe('buffer release: spare read buffers', () => {
+  /** A read buffer of the usual size, registered, its bytes written and then copied out in two views. */
+  const readAndCopyOut = (fill: number): { buf: Buffer; view: Buffer } => {
+    const buf = readBuffer(READ_BUFFER_BYTES);
+    releaseWhenCopied(buf);
+    buf.fill(fill);
+    const view = buf.subarray(10, 20); // (a chunk's view, held past the copy)
+    copiedOut(buf.subarray(0, 1000));
+    copiedOut(buf.subarray(1000));
+    return { buf, view };
+  };
+
+  it('a whole read buffer copied out is kept, and the next read of that size gets its memory; the old views read as empty', () => {
+    dropSpareReadBuffers();
+    const { buf: first, view: oldView } = readAndCopyOut(1);
+    expect(oldView.length).toBe(0);
+    expect(detached(first.buffer)).toBe(true);
+    expect(spareReadBuffers()).toBe(1);
+    const next = readBuffer(READ_BUFFER_BYTES);
+    expect(spareReadBuffers()).toBe(0);
+    expect(next.length).toBe(READ_BUFFER_BYTES);
+    expect(next[5]).toBe(1); // the same memory (what the first read had written)
+    next.fill(7);
+    expect(oldView.length).toBe(0);
+    expect(first.length).toBe(0);
+  });
+
+  it('only whole read buffers of the usual size become spares, at most MAX_SPARE_READ_BUFFERS, and dropSpareReadBuffers frees them', () => {
+    dropSpareReadBuffers();
+    // not made by readBuffer (a gunzip's output of the same size), or of another size: freed, not kept
+    const foreign = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
+    releaseWhenCopied(foreign);
+    copiedOut(foreign);
+    const small = readBuffer(1000);
+    releaseWhenCopied(small);
+    copiedOut(small);
+    expect(detached(foreign.buffer) && detached(small.buffer)).toBe(true);
+    expect(spareReadBuffers()).toBe(0);
+    // a read buffer some of whose bytes were never copied out: not detached, not kept
+    const partly = readBuffer(READ_BUFFER_BYTES);
+    releaseWhenCopied(partly);
+    copiedOut(partly.subarray(0, 100));
+    expect(spareReadBuffers()).toBe(0);
+    // many read at once and then copied out: no more than the cap are kept
+    const many = Array.from({ length: MAX_SPARE_READ_BUFFERS + 3 }, () => readBuffer(READ_BUFFER_BYTES));
+    for (const b of many) {
+      releaseWhenCopied(b);
+      copiedOut(b);
+    }
+    expect(many.every((b) => detached(b.buffer))).toBe(true);
+    expect(spareReadBuffers()).toBe(MAX_SPARE_READ_BUFFERS);
+    const spares = Array.from({ length: 2 }, () => readBuffer(READ_BUFFER_BYTES));
+    expect(spareReadBuffers()).toBe(MAX_SPARE_READ_BUFFERS - 2);
+    dropSpareReadBuffers();
+    expect(spareReadBuffers()).toBe(0);
+    expect(spares.every((b) => b.length === READ_BUFFER_BYTES)).toBe(true); // (those lent out are the reader's)
   });
 });
 
@@ -127,6 +196,47 @@ describe('buffer release through the encode pool', () => {
       expect(bufferReleaseStats.released - before).toBe(buffers.size);
     }, 60_000);
   }
+
+  it('files read one after another in whole reads: the later reads reuse the earlier ones\' buffers, every record its own line\'s, and the pool frees the spares once quiet', async () => {
+    const pool = new EncodeWorkerPool(1, init);
+    const files = ['first', 'second', 'third'].map((name) => {
+      const body = Array.from({ length: 3000 }, (_, i) =>
+        JSON.stringify({ eventTime: '2026-11-29T10:00:00.123Z', siteLuid: 's1', method: 'GET', requestUri: `/${name}/${i}?x=1`, pad: randomBytes(200 + (i % 89)).toString('base64') }),
+      ).join('\n');
+      const file = path.join(dir, `${name}.ndjson`);
+      writeFileSync(file, body + '\n');
+      return { name, file, size: statSync(file).size };
+    });
+    expect(files.every((f) => f.size > 3 * built.READ_BUFFER_BYTES)).toBe(true);
+    built.dropSpareReadBuffers();
+    const reusedBefore = bufferReleaseStats.reused;
+    try {
+      for (const f of files) {
+        const paths: string[] = [];
+        const chunks = objectChunks(fileChunks(f.file, { expectedSize: f.size }), { maxLines: 500, maxBytes: 200_000, maxLineBytes: 1 << 20 });
+        for await (const item of chunks) {
+          if (item.kind !== 'chunk') throw new Error(`unexpected ${item.kind}`);
+          const seg: ChunkSegment = { keyInfo: KEY, uidPrefix: f.name, firstLine: item.chunk.firstLine, bytes: new Uint8Array(0), parts: item.chunk.parts, partsBytes: item.chunk.byteLength };
+          const r = await pool.run({ tenant: 't', segments: [seg], encodings: [{ kind: 'otlp-protobuf' }], observedTimeUnixNano: '1' });
+          for (const body of r.payloads[0]!) for (const rec of decodeOtlpLogsBody(body, 'protobuf')) paths.push(`${String(rec.attributes['log.record.uid'])} ${JSON.stringify(rec.attributes)}`);
+          r.release?.();
+        }
+        // every record from its own line: its uid and its URI agree (a reused buffer's old bytes would not)
+        expect(paths.length).toBe(3000);
+        paths.forEach((p, i) => {
+          expect(p.startsWith(`${f.name}:${i + 1} `)).toBe(true);
+          expect(p).toContain(`/${f.name}/${i}`);
+        });
+      }
+      // the later files' whole reads (some 3 MB each, 256 KiB at a time) came from the spares
+      expect(bufferReleaseStats.reused - reusedBefore).toBeGreaterThanOrEqual(2 * Math.floor(files[0]!.size / built.READ_BUFFER_BYTES) - built.MAX_SPARE_READ_BUFFERS);
+      expect(built.spareReadBuffers()).toBeGreaterThan(0);
+      await waitFor(() => pool.idleCollection.count + pool.idleCollection.skipped > 0);
+      expect(built.spareReadBuffers()).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
 
   it('a chunk whose bytes were freed before the copy fails its task loudly (nothing is processed short)', async () => {
     const pool = new EncodeWorkerPool(1, init);

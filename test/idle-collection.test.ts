@@ -78,6 +78,31 @@ describe('idle collection', () => {
     await quiet({ count: 2, skipped: 3 });
   });
 
+  it('onQuiet runs at every quiet spell, with a collection or without, before the heap is measured', async () => {
+    let inUse = 100;
+    const order: string[] = [];
+    const c = new IdleCollection(
+      50,
+      10,
+      () => {
+        order.push(`measured ${inUse}`);
+        return inUse;
+      },
+      () => {
+        order.push('quiet');
+        inUse -= 1; // (what onQuiet frees shows in the measure that follows)
+      },
+    );
+    order.length = 0; // (the measure when made)
+    c.busy();
+    await waitFor(() => c.skipped === 1);
+    inUse = 120;
+    c.busy();
+    await waitFor(() => c.count === 1);
+    expect(order.slice(0, 3)).toEqual(['quiet', 'measured 99', 'quiet']);
+    expect(order[3]).toBe('measured 119');
+  });
+
   it('0: never; stop() cancels the one due', async () => {
     const never = new IdleCollection(0);
     never.busy();

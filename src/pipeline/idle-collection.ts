@@ -43,11 +43,15 @@ export class IdleCollection {
   /** Quiet spells that ended without a collection: the heap had not grown enough (for tests). */
   skipped = 0;
 
-  /** `idleMs` 0: never. `inUse` measures the heap (a parameter for tests). */
+  /**
+   * `idleMs` 0: never. `inUse` measures the heap (a parameter for tests). `onQuiet` runs at every
+   * quiet spell, before the heap is measured (the main thread frees its spare read buffers).
+   */
   constructor(
     private readonly idleMs: number,
     private readonly minGrowthBytes: number = IDLE_COLLECTION_MIN_GROWTH_BYTES,
     private readonly inUse: () => number = heapInUse,
+    private readonly onQuiet?: () => void,
   ) {
     this.floor = idleMs > 0 ? inUse() : 0;
   }
@@ -70,6 +74,7 @@ export class IdleCollection {
 
   private collect(): void {
     this.timer = undefined;
+    this.onQuiet?.();
     const now = this.inUse();
     if (now - this.floor < this.minGrowthBytes) {
       this.floor = Math.min(this.floor, now);

@@ -9,7 +9,7 @@ import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit, t
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
 import { MinorCollection } from './minor-collection.js';
 import { IdleCollection, IDLE_COLLECTION_MS } from './idle-collection.js';
-import { copiedOut } from '../core/buffer-release.js';
+import { copiedOut, dropSpareReadBuffers } from '../core/buffer-release.js';
 
 /**
  * A minor collection after every this many bytes copied into the shared buffers: 4 MiB took
@@ -92,8 +92,8 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   private readonly inputs = new SharedBufferPool(INPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
   /** The input copied into the shared buffers is garbage in this thread: collected every so often (minor-collection.ts). */
   private readonly minorCollection = new MinorCollection(MINOR_COLLECTION_BYTES);
-  /** What the batches left dead is collected once they stop for a while (idle-collection.ts). */
-  readonly idleCollection = new IdleCollection(IDLE_COLLECTION_MS);
+  /** What the batches left dead is collected once they stop for a while (idle-collection.ts), and the spare read buffers freed. */
+  readonly idleCollection = new IdleCollection(IDLE_COLLECTION_MS, undefined, undefined, dropSpareReadBuffers);
   private readonly outputs = new SharedBufferPool(OUTPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
 
   constructor(

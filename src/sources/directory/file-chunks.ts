@@ -12,7 +12,7 @@
  */
 import type { Stats } from 'node:fs';
 import { openFile, type OpenFile, type SyncCalls } from './open-file.js';
-import { releaseWhenCopied } from '../../core/buffer-release.js';
+import { readBuffer, releaseWhenCopied, READ_BUFFER_BYTES } from '../../core/buffer-release.js';
 
 export interface FileChunksOptions {
   /** The file's size when it was listed: read in exact buffers up to here. */
@@ -20,9 +20,10 @@ export interface FileChunksOptions {
   /** Where to start reading (a resume by byte offset); default 0. */
   start?: number;
   /**
-   * Largest single read (default 256 KiB: the gunzip's output buffers are that size too, so the
-   * malloc heap reuses the space a freed one leaves; with 1 MiB reads it grew by some 17 MB
-   * more in a run of the bench corpus).
+   * Largest single read (default 256 KiB, `READ_BUFFER_BYTES`: whole reads of that size reuse
+   * the buffers of reads already copied out (buffer-release.ts); the gunzip's output buffers
+   * are that size too, so the malloc heap reuses the space a freed one leaves; with 1 MiB reads
+   * it grew by some 17 MB more in a run of the bench corpus).
    */
   maxReadBytes?: number;
   /** Buffer size for reads past `expectedSize` (default 64 KiB). */
@@ -56,7 +57,7 @@ export interface FileChunksOptions {
 }
 
 export async function* fileChunks(path: string, options: FileChunksOptions): AsyncGenerator<Buffer> {
-  const maxRead = options.maxReadBytes ?? 256 * 1024;
+  const maxRead = options.maxReadBytes ?? READ_BUFFER_BYTES;
   const probe = options.probeBytes ?? 64 * 1024;
   const signal = options.signal;
   signal?.throwIfAborted();
@@ -87,7 +88,7 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
         return;
       }
       const want = remaining > 0 ? Math.min(remaining, maxRead) : probe;
-      const buf = Buffer.allocUnsafeSlow(want);
+      const buf = readBuffer(want);
       const bytesRead = await file.read(buf, pos);
       signal?.throwIfAborted();
       if (bytesRead === 0) {
