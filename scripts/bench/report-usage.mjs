@@ -6,6 +6,9 @@
  * thread: the encode workers, V8's helpers, libuv's pool) plus the children it waited for
  * (`cutime`/`cstime` of /proc/self/stat). Nothing else: it must not change what it measures.
  *
+ * `minorFaults` counts the page faults of this process (every thread) that found no page yet: on a
+ * virtual machine each costs the guest and the host some microseconds of system time.
+ *
  * `threads` splits this process's own CPU by thread, from `/proc/self/task/<tid>/stat` at exit:
  * the main thread, the threads still there at exit (V8's platform threads, libuv's pool, the
  * signal and inspector threads), and what the threads that ended before it used (the encode
@@ -71,6 +74,7 @@ if (file) {
       childrenSeconds,
       cpuSeconds: ownSeconds + childrenSeconds,
       maxRssBytes: ru.maxRSS * 1024,
+      minorFaults: ru.minorPageFault,
       ...(threads ? { threads } : {}),
     };
     try {

@@ -208,6 +208,8 @@ interface ChildResult {
   cpuSeconds: number;
   /** The child's own CPU by thread (report-usage.mjs), when it could report. */
   threads: ThreadSeconds | undefined;
+  /** The child's own page faults and system time (report-usage.mjs), when it could report. */
+  faults: FaultCount | undefined;
   stdout: string;
   stderr: string;
 }
@@ -221,6 +223,12 @@ interface ThreadSeconds {
   main: number;
   alive: number;
   ended: number;
+}
+
+/** A process's minor page faults (a first touch of a page) and its system CPU-seconds, at its exit (report-usage.mjs). */
+interface FaultCount {
+  minor: number;
+  systemSeconds: number;
 }
 
 let currentChild: ChildProcess | null = null;
@@ -246,8 +254,8 @@ function readRssKb(pid: number): number {
   }
 }
 
-/** utime + stime + cutime + cstime of a running process, in seconds (0 when unreadable). */
-function readCpuSeconds(pid: number): number {
+/** utime + stime + cutime + cstime of a running process (its tree), in seconds (0 when unreadable). */
+function readTreeCpuSeconds(pid: number): number {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -286,7 +294,7 @@ function runChild(args: string[], env: NodeJS.ProcessEnv = childEnv(), onSpawn?:
     const poll = (): void => {
       if (child.pid === undefined) return;
       peakKb = Math.max(peakKb, readRssKb(child.pid));
-      polledCpu = Math.max(polledCpu, readCpuSeconds(child.pid));
+      polledCpu = Math.max(polledCpu, readTreeCpuSeconds(child.pid));
     };
     poll();
     const timer = setInterval(poll, 50);
@@ -301,16 +309,18 @@ function runChild(args: string[], env: NodeJS.ProcessEnv = childEnv(), onSpawn?:
       const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
       let cpuSeconds = polledCpu;
       let threads: ThreadSeconds | undefined;
+      let faults: FaultCount | undefined;
       try {
-        const usage = JSON.parse(fs.readFileSync(usageFile, 'utf8')) as { cpuSeconds: number; maxRssBytes: number; threads?: ThreadSeconds };
+        const usage = JSON.parse(fs.readFileSync(usageFile, 'utf8')) as { cpuSeconds: number; systemSeconds: number; maxRssBytes: number; minorFaults?: number; threads?: ThreadSeconds };
         cpuSeconds = usage.cpuSeconds;
         threads = usage.threads;
+        if (usage.minorFaults !== undefined) faults = { minor: usage.minorFaults, systemSeconds: usage.systemSeconds };
         peakKb = Math.max(peakKb, usage.maxRssBytes / 1024);
         fs.rmSync(usageFile, { force: true });
       } catch {
         // killed before it could report: the polled figures
       }
-      resolve({ code, signal, wallSeconds, peakRssBytes: peakKb * 1024, cpuSeconds, threads, stdout, stderr });
+      resolve({ code, signal, wallSeconds, peakRssBytes: peakKb * 1024, cpuSeconds, threads, faults, stdout, stderr });
     });
   });
 }
@@ -338,6 +348,7 @@ interface RepResult {
   cpuSeconds: number;
   /** The child's own CPU by thread, when it reported it. */
   threads?: ThreadSeconds | undefined;
+  faults?: FaultCount | undefined;
   /** Time measured inside the child, where it reports one. */
   innerSeconds?: number;
   peakRssBytes: number;
@@ -383,6 +394,12 @@ function medianThreads(reps: RepResult[]): ThreadSeconds | undefined {
   };
 }
 
+/** The medians of the repetitions' page faults and system CPU-seconds (undefined when one could not report them). */
+function medianFaults(reps: RepResult[]): FaultCount | undefined {
+  if (reps.length === 0 || reps.some((r) => r.faults === undefined)) return undefined;
+  return { minor: median(reps.map((r) => r.faults!.minor)), systemSeconds: median(reps.map((r) => r.faults!.systemSeconds)) };
+}
+
 function summarise(name: string, description: string, events: number, inputBytes: number, reps: RepResult[], note?: string): CaseSummary {
   const medianSeconds = median(reps.map((r) => r.wallSeconds));
   return {
@@ -410,6 +427,7 @@ async function runFloor(dir: string, expectedEvents: number): Promise<RepResult>
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
     threads: r.threads,
+    faults: r.faults,
     innerSeconds: Number(out?.seconds),
     peakRssBytes: Math.max(r.peakRssBytes, Number(out?.maxRssBytes ?? 0)),
     events,
@@ -432,6 +450,7 @@ async function runNaive(corpus: CorpusSummary, receiver: DiscardingReceiver, end
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
     threads: r.threads,
+    faults: r.faults,
     innerSeconds: Number(out?.seconds),
     peakRssBytes: Math.max(r.peakRssBytes, Number(out?.maxRssBytes ?? 0)),
     events,
@@ -522,6 +541,7 @@ async function runOurs(
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
     threads: r.threads,
+    faults: r.faults,
     ...(finished?.seconds !== undefined ? { innerSeconds: Number(finished.seconds) } : {}),
     peakRssBytes: r.peakRssBytes,
     events: exported,
@@ -1059,6 +1079,14 @@ async function main(): Promise<number> {
           out.push(
             `  by thread, plain corpus (medians): ours main thread ${num(oursThreads.main, 2)} s, encode workers (ended before exit) ${num(oursThreads.ended, 2)} s, ` +
               `V8's and libuv's threads ${num(oursThreads.alive, 2)} s; the floor's main thread ${num(floorThreads.main, 2)} s, its other threads ${num(floorThreads.alive + floorThreads.ended, 2)} s`,
+          );
+        }
+        const oursFaults = medianFaults(oursPlainReps);
+        const floorFaults = medianFaults(floorPlainReps);
+        if (oursFaults && floorFaults) {
+          out.push(
+            `  page faults (minor: first touches of a page), plain corpus (medians): ours ${num(oursFaults.minor)}, system CPU ${num(oursFaults.systemSeconds, 2)} s; ` +
+              `the floor ${num(floorFaults.minor)}, system CPU ${num(floorFaults.systemSeconds, 2)} s`,
           );
         }
       }
