@@ -22,12 +22,15 @@ export function readVmRssKb(pid: number): number {
 
 /**
  * CPU-seconds the process has used so far (user + system of all its threads, `/proc/<pid>/stat`
- * in clock ticks of 1/100 s, what Linux gives user space); undefined once it is gone.
+ * in clock ticks of 1/100 s, what Linux gives user space); with `withChildren`, those of the
+ * children it waited for too (its tree). Undefined once it is gone.
  */
-export function readCpuSeconds(pid: number): number | undefined {
+export function readCpuSeconds(pid: number, withChildren = false): number | undefined {
   try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields[0] is field 3, the state
+    const own = Number(fields[11]) + Number(fields[12]);
+    return (withChildren ? own + Number(fields[13]) + Number(fields[14]) : own) / 100;
   } catch {
     return undefined;
   }

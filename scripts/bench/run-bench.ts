@@ -254,17 +254,6 @@ function readRssKb(pid: number): number {
   }
 }
 
-/** utime + stime + cutime + cstime of a running process (its tree), in seconds (0 when unreadable). */
-function readTreeCpuSeconds(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
-  } catch {
-    return 0;
-  }
-}
-
 let usageDir = os.tmpdir();
 let usageSeq = 0;
 
@@ -294,7 +283,7 @@ function runChild(args: string[], env: NodeJS.ProcessEnv = childEnv(), onSpawn?:
     const poll = (): void => {
       if (child.pid === undefined) return;
       peakKb = Math.max(peakKb, readRssKb(child.pid));
-      polledCpu = Math.max(polledCpu, readTreeCpuSeconds(child.pid));
+      polledCpu = Math.max(polledCpu, readCpuSeconds(child.pid, true) ?? 0);
     };
     poll();
     const timer = setInterval(poll, 50);
