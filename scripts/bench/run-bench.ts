@@ -25,7 +25,6 @@
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -33,7 +32,6 @@ import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
-import type { AddressInfo } from 'node:net';
 import { freePort, readVmRssKb, readCpuSeconds, exportedSoFar } from './daemon-probes.js';
 import { generateCorpus, generateBigObject, makeWorld, Rng, CORPUS_SEED, REPO_ROOT, type CorpusSummary, type BigObjectSummary } from './corpus.js';
 
@@ -152,42 +150,58 @@ function progress(msg: string): void {
 }
 
 // ---------------------------------------------------------------------------
-// Local OTLP/HTTP receiver: accepts POST /v1/logs, discards the body, answers 200
+// Local OTLP/HTTP receiver (discarding-receiver.mjs), in a process of its own
 // ---------------------------------------------------------------------------
 
-class DiscardingReceiver {
-  requests = 0;
-  bytes = 0;
-  private server = http.createServer((req, res) => {
-    if (req.method !== 'POST' || !req.url || !req.url.startsWith('/v1/logs')) {
-      req.resume();
-      res.writeHead(404, { 'Content-Length': '0' });
-      res.end();
-      return;
-    }
-    req.on('data', (chunk: Buffer) => {
-      this.bytes += chunk.length;
-    });
-    req.on('end', () => {
-      this.requests++;
-      res.writeHead(200, { 'Content-Type': 'application/x-protobuf', 'Content-Length': '0' });
-      res.end();
-    });
-  });
+class ReceiverProcess {
+  private child: ChildProcess | undefined;
+  private base = '';
 
+  /** Starts the receiver and returns its endpoint (`http://127.0.0.1:<port>`). */
   async start(): Promise<string> {
-    this.server.keepAliveTimeout = 30_000;
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    const { port } = this.server.address() as AddressInfo;
-    return `http://127.0.0.1:${port}`;
+    const child = spawn(process.execPath, [path.join(BENCH_DIR, 'discarding-receiver.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.child = child;
+    const port = await new Promise<number>((resolve, reject) => {
+      let text = '';
+      const onData = (chunk: Buffer): void => {
+        text += chunk.toString('utf8');
+        const nl = text.indexOf('\n');
+        if (nl < 0) return;
+        child.stdout!.off('data', onData);
+        try {
+          resolve(Number((JSON.parse(text.slice(0, nl)) as { port: number }).port));
+        } catch (err) {
+          reject(new Error(`the receiver's first line is not its port: ${text.slice(0, nl)}`, { cause: err }));
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`the receiver exited (${code}) before it listened`)));
+      child.once('error', reject);
+    });
+    this.base = `http://127.0.0.1:${port}`;
+    return this.base;
   }
-  reset(): void {
-    this.requests = 0;
-    this.bytes = 0;
+
+  /** Requests and bytes received since the last reset. */
+  async counts(): Promise<{ requests: number; bytes: number }> {
+    const res = await fetch(`${this.base}/counts`);
+    if (!res.ok) throw new Error(`receiver /counts answered ${res.status}`);
+    return (await res.json()) as { requests: number; bytes: number };
   }
+
+  async reset(): Promise<void> {
+    const res = await fetch(`${this.base}/reset`, { method: 'POST' });
+    if (!res.ok) throw new Error(`receiver /reset answered ${res.status}`);
+  }
+
   async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.stdin!.end();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
   }
 }
 
@@ -427,14 +441,15 @@ async function runFloor(dir: string, expectedEvents: number): Promise<RepResult>
   };
 }
 
-async function runNaive(corpus: CorpusSummary, receiver: DiscardingReceiver, endpoint: string, queue: number | 'default'): Promise<RepResult> {
-  receiver.reset();
+async function runNaive(corpus: CorpusSummary, receiver: ReceiverProcess, endpoint: string, queue: number | 'default'): Promise<RepResult> {
+  await receiver.reset();
   const r = await runChild([path.join(BENCH_DIR, 'naive.mjs'), corpus.dir, `${endpoint}/v1/logs`, String(queue)]);
   const out = lastJsonLine(r.stdout);
   const events = Number(out?.events ?? 0);
   const dropped = Number(out?.dropped ?? 0);
   const failed = Number(out?.failed ?? 0);
   const ok = r.code === 0 && events === corpus.events && failed === 0 && (queue === 'default' || dropped === 0);
+  const received = await receiver.counts();
   return {
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
@@ -443,8 +458,8 @@ async function runNaive(corpus: CorpusSummary, receiver: DiscardingReceiver, end
     innerSeconds: Number(out?.seconds),
     peakRssBytes: Math.max(r.peakRssBytes, Number(out?.maxRssBytes ?? 0)),
     events,
-    requests: receiver.requests,
-    requestBytes: receiver.bytes,
+    requests: received.requests,
+    requestBytes: received.bytes,
     dropped,
     ok,
     ...(ok ? {} : { problem: `exit ${r.code}, ${events} events, ${dropped} dropped, ${failed} failed: ${r.stderr.slice(-500)}` }),
@@ -498,7 +513,7 @@ async function runOurs(
   workDir: string,
   sourceDir: string,
   expectedEvents: number,
-  receiver: DiscardingReceiver,
+  receiver: ReceiverProcess,
   endpoint: string,
   label: string,
   nodeFlags: string[] = [],
@@ -511,7 +526,7 @@ async function runOurs(
   await fsp.rm(stateDir, { recursive: true, force: true });
   if (savedCopiesFrom) await fsp.cp(path.join(savedCopiesFrom, 'enrichment'), path.join(stateDir, 'bench', 'enrichment'), { recursive: true });
   const config = await writeOursConfig(workDir, sourceDir, stateDir, endpoint, extraYaml);
-  receiver.reset();
+  await receiver.reset();
   const l = launch(cli, ['run', '--once', '--config', config], nodeFlags);
   const r = await runChild(l.args, l.env);
   let finished: Record<string, unknown> | undefined;
@@ -525,7 +540,8 @@ async function runOurs(
   }
   const exported = Number(finished?.exported ?? 0);
   const checkpoints = fs.existsSync(path.join(stateDir, 'bench', 'checkpoints.json'));
-  const ok = r.code === 0 && exported === expectedEvents && receiver.requests > 0 && checkpoints;
+  const received = await receiver.counts();
+  const ok = r.code === 0 && exported === expectedEvents && received.requests > 0 && checkpoints;
   const result: RepResult = {
     wallSeconds: r.wallSeconds,
     cpuSeconds: r.cpuSeconds,
@@ -534,10 +550,10 @@ async function runOurs(
     ...(finished?.seconds !== undefined ? { innerSeconds: Number(finished.seconds) } : {}),
     peakRssBytes: r.peakRssBytes,
     events: exported,
-    requests: receiver.requests,
-    requestBytes: receiver.bytes,
+    requests: received.requests,
+    requestBytes: received.bytes,
     ok,
-    ...(ok ? {} : { problem: `exit ${r.code}, exported ${exported}/${expectedEvents}, ${receiver.requests} requests, checkpoints ${checkpoints}: ${r.stderr.slice(-800)}` }),
+    ...(ok ? {} : { problem: `exit ${r.code}, exported ${exported}/${expectedEvents}, ${received.requests} requests, checkpoints ${checkpoints}: ${r.stderr.slice(-800)}` }),
   };
   await fsp.rm(stateDir, { recursive: true, force: true });
   return result;
@@ -813,7 +829,7 @@ async function main(): Promise<number> {
   }
   const workDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tao-bench-'));
   usageDir = workDir;
-  const receiver = new DiscardingReceiver();
+  const receiver = new ReceiverProcess();
   const cleanup = async (): Promise<void> => {
     await receiver.stop().catch(() => undefined);
     if (flags.keep) progress(`kept ${workDir}`);
