@@ -33,6 +33,7 @@ import { pathToFileURL } from 'node:url';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import { freePort, readVmRssKb, readCpuSeconds, exportedSoFar } from './daemon-probes.js';
+import { ReceiverProcess } from './receiver-process.js';
 import { generateCorpus, generateBigObject, makeWorld, Rng, CORPUS_SEED, REPO_ROOT, type CorpusSummary, type BigObjectSummary } from './corpus.js';
 
 const BENCH_DIR = path.join(REPO_ROOT, 'scripts', 'bench');
@@ -147,62 +148,6 @@ if (!RUN_THROUGHPUT && TENANTS === 0) {
 const t0 = Date.now();
 function progress(msg: string): void {
   process.stderr.write(`[bench ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${msg}\n`);
-}
-
-// ---------------------------------------------------------------------------
-// Local OTLP/HTTP receiver (discarding-receiver.mjs), in a process of its own
-// ---------------------------------------------------------------------------
-
-class ReceiverProcess {
-  private child: ChildProcess | undefined;
-  private base = '';
-
-  /** Starts the receiver and returns its endpoint (`http://127.0.0.1:<port>`). */
-  async start(): Promise<string> {
-    const child = spawn(process.execPath, [path.join(BENCH_DIR, 'discarding-receiver.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] });
-    this.child = child;
-    const port = await new Promise<number>((resolve, reject) => {
-      let text = '';
-      const onData = (chunk: Buffer): void => {
-        text += chunk.toString('utf8');
-        const nl = text.indexOf('\n');
-        if (nl < 0) return;
-        child.stdout!.off('data', onData);
-        try {
-          resolve(Number((JSON.parse(text.slice(0, nl)) as { port: number }).port));
-        } catch (err) {
-          reject(new Error(`the receiver's first line is not its port: ${text.slice(0, nl)}`, { cause: err }));
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.once('exit', (code) => reject(new Error(`the receiver exited (${code}) before it listened`)));
-      child.once('error', reject);
-    });
-    this.base = `http://127.0.0.1:${port}`;
-    return this.base;
-  }
-
-  /** Requests and bytes received since the last reset. */
-  async counts(): Promise<{ requests: number; bytes: number }> {
-    const res = await fetch(`${this.base}/counts`);
-    if (!res.ok) throw new Error(`receiver /counts answered ${res.status}`);
-    return (await res.json()) as { requests: number; bytes: number };
-  }
-
-  async reset(): Promise<void> {
-    const res = await fetch(`${this.base}/reset`, { method: 'POST' });
-    if (!res.ok) throw new Error(`receiver /reset answered ${res.status}`);
-  }
-
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.stdin!.end();
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
-  }
 }
 
 // ---------------------------------------------------------------------------

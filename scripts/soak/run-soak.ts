@@ -5,7 +5,8 @@
  *   npm run soak -- [--duration 1h] [--rate 1000] [--object-seconds 10] [--hour-seconds 60]
  *                   [--lookback-hours 2] [--sample 10] [--node-flags "FLAGS"] [--json FILE] [--keep]
  *
- * Starts a local OTLP/HTTP receiver on 127.0.0.1 (it discards what it gets), the real CLI
+ * Starts a local OTLP/HTTP receiver on 127.0.0.1 in a process of its own (it discards what it
+ * gets; ../bench/receiver-process.ts), the real CLI
  * (`dist/cli.js run`, a daemon, not --once) with a `directory` source and an `otlp` destination,
  * and a writer that drops a gzip object of `rate × object-seconds` vizql_http_request records
  * into the tree every `object-seconds` (written as `*.tmp` and renamed, as a copy from S3 would
@@ -22,14 +23,13 @@
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT, Rng, makeWorld, vizqlRecord } from '../bench/corpus.js';
+import { ReceiverProcess } from '../bench/receiver-process.js';
 import { freePort, exportedSoFar, exportedIn, mainHeapIn, metricsText, readVmRssKb, workerHeapsIn } from '../bench/daemon-probes.js';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
@@ -92,36 +92,6 @@ function progress(msg: string): void {
   process.stderr.write(`[soak ${((Date.now() - t0) / 1000).toFixed(0).padStart(5)}s] ${msg}\n`);
 }
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-// ---- receiver: accepts POST /v1/logs, discards the body, answers 200 -----------------------
-
-function startReceiver(): Promise<{ url: string; stats: { requests: number; bytes: number }; close(): Promise<void> }> {
-  const stats = { requests: 0, bytes: 0 };
-  const server = http.createServer((req, res) => {
-    req.on('data', (c: Buffer) => {
-      stats.bytes += c.length;
-    });
-    req.on('end', () => {
-      stats.requests++;
-      res.writeHead(req.method === 'POST' ? 200 : 404, { 'Content-Type': 'application/x-protobuf', 'Content-Length': '0' });
-      res.end();
-    });
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({
-        url: `http://127.0.0.1:${port}`,
-        stats,
-        close: () =>
-          new Promise<void>((r) => {
-            server.closeAllConnections();
-            server.close(() => r());
-          }),
-      });
-    }),
-  );
-}
 
 // ---- the daemon's figures ------------------------------------------------------------------
 
@@ -188,7 +158,8 @@ async function main(): Promise<number> {
   const input = path.join(work, 'input');
   const state = path.join(work, 'state');
   await fsp.mkdir(input, { recursive: true });
-  const receiver = await startReceiver();
+  const receiver = new ReceiverProcess();
+  const receiverUrl = await receiver.start();
   const port = await freePort();
   const config = path.join(work, 'soak.yaml');
   await fsp.writeFile(
@@ -202,7 +173,7 @@ async function main(): Promise<number> {
       '    sources:',
       `      - { type: directory, path: ${JSON.stringify(input)}, pollInterval: 2s, lookbackHours: ${LOOKBACK_H} }`,
       '    destinations:',
-      `      - { type: otlp, endpoint: ${JSON.stringify(receiver.url)}, protocol: http/protobuf }`,
+      `      - { type: otlp, endpoint: ${JSON.stringify(receiverUrl)}, protocol: http/protobuf }`,
       '',
     ].join('\n'),
   );
@@ -323,7 +294,7 @@ async function main(): Promise<number> {
   const final = await sample();
   child.kill('SIGTERM');
   await exited;
-  await receiver.close();
+  await receiver.stop();
 
   // ---- report ------------------------------------------------------------------------------
   const warm = samples.filter((s) => s.t >= Math.min(60, DURATION_S / 5));
