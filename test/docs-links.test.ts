@@ -1,7 +1,8 @@
 /**
- * Every relative link in README.md, CONTRIBUTING.md and docs/ leads somewhere: the file (or
- * folder) exists, and a `#fragment` names a heading of the target page, as GitHub makes heading
- * anchors (lower case, punctuation dropped, spaces as dashes, `-1`, `-2` for repeated headings).
+ * Every relative link in README.md, CONTRIBUTING.md, docs/ and the scripts' READMEs leads
+ * somewhere: the file (or folder) exists, and a `#fragment` names a heading of the target page, as
+ * GitHub makes heading anchors (lower case, punctuation dropped, spaces as dashes, `-1`, `-2` for
+ * repeated headings).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -15,7 +16,10 @@ function markdownFiles(): string[] {
     const p = path.join(dir, n);
     return statSync(p).isDirectory() ? docs(p) : n.endsWith('.md') ? [p] : [];
   });
-  return [path.join(ROOT, 'README.md'), path.join(ROOT, 'CONTRIBUTING.md'), ...docs(path.join(ROOT, 'docs'))];
+  const scriptReadmes = readdirSync(path.join(ROOT, 'scripts'))
+    .map((n) => path.join(ROOT, 'scripts', n, 'README.md'))
+    .filter((p) => existsSync(p));
+  return [path.join(ROOT, 'README.md'), path.join(ROOT, 'CONTRIBUTING.md'), ...docs(path.join(ROOT, 'docs')), ...scriptReadmes];
 }
 
 /** The text outside fenced code blocks. */
@@ -50,7 +54,7 @@ function headingAnchors(text: string): Set<string> {
   return anchors;
 }
 
-describe('links in README.md, CONTRIBUTING.md and docs/', () => {
+describe("links in README.md, CONTRIBUTING.md, docs/ and the scripts' READMEs", () => {
   it('GitHub anchors are computed as GitHub does', () => {
     expect([...headingAnchors('# A `b`: c\n## Environment variables: `${VAR}`\n```sh\n# not a heading\n```\n## x\n## x\n### What an answer does')]).toEqual(['a-b-c', 'environment-variables-var', 'x', 'x-1', 'what-an-answer-does']);
   });
