@@ -49,7 +49,11 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = 30_000;
 
+let stopping = false;
 function stop() {
+  // (stdin's 'end' and 'close' both come when the parent goes: close the server once)
+  if (stopping) return;
+  stopping = true;
   server.closeAllConnections();
   server.close(() => process.exit(0));
 }
