@@ -21,6 +21,7 @@ import { build } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire, isBuiltin } from 'node:module';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = join(root, 'dist', 'bundle');
@@ -43,6 +44,40 @@ const zodEnglishOnly = {
       resolveDir: dirname(args.path),
       loader: 'js',
     }));
+  },
+};
+
+/**
+ * Node's built-ins reach the bundle's ES modules through `require` (the banner's), not through
+ * `import`. Node builds an ES module facade of a built-in by reading every one of its exports,
+ * getters included (nodejs/node#59686): on Node 24, `node:http`'s WebSocket, CloseEvent and
+ * MessageEvent getters load all of Node's own undici (62 modules more), about 12 MB of RSS and
+ * 2.5 MB of heap in a thread that never uses them; `node:process` and `node:util` run getters
+ * too. Node 20's facades cost nothing more.
+ *
+ * Each built-in imported becomes one small ES module: `require('node:...')` as its default
+ * export, and each of the built-in's plain (data) properties, as this Node has them at build
+ * time, as a named export. Getters are left out, so nothing runs them; an import of one of those
+ * names fails the build (esbuild: "No matching export"), and that import site then takes the
+ * default export and reads the property when it needs it. (esbuild's CommonJS interop would do
+ * too, but copies every property into a getter for each importing file: 0.6 MB more heap in an
+ * encode worker.)
+ */
+const requireForBuild = createRequire(import.meta.url);
+const builtinsThroughRequire = {
+  name: 'builtins-through-require',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?[a-z][a-z0-9_/]*$/ }, (args) =>
+      (args.kind === 'import-statement' || args.kind === 'dynamic-import') && isBuiltin(args.path)
+        ? { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, namespace: 'builtin-via-require' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'builtin-via-require' }, (args) => {
+      const descriptors = Object.getOwnPropertyDescriptors(requireForBuild(args.path));
+      const names = Object.keys(descriptors).filter((k) => 'value' in descriptors[k] && /^[A-Za-z_$][\w$]*$/.test(k) && k !== 'default');
+      const lines = [`const m = require(${JSON.stringify(args.path)});`, 'export default m;', ...names.map((k) => `export const ${k} = m.${k};`)];
+      return { contents: lines.join('\n'), loader: 'js' };
+    });
   },
 };
 
@@ -75,7 +110,7 @@ const result = await build({
   legalComments: 'linked',
   logLevel: 'warning',
   metafile: true,
-  plugins: [zodEnglishOnly],
+  plugins: [zodEnglishOnly, builtinsThroughRequire],
 });
 
 const outputs = Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js'));

@@ -4,9 +4,16 @@
  * level builds), so what a thread never uses must not be in its static imports.
  */
 import { describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { startOtlpReceiver } from './support/otlp-receiver.js';
+import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
+import { writeDirectoryTenantConfig } from './support/config-files.js';
+import { REPO_ROOT } from './support/cli-process.js';
 
 const BUNDLE = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bundle');
 
@@ -65,5 +72,42 @@ describe('the bundle', () => {
   it('holds no copy of @opentelemetry/semantic-conventions (ES module builds are preferred, so it is tree-shaken)', () => {
     const all = readdirSync(BUNDLE).filter((f) => f.endsWith('.js'));
     expect([...packagesIn(all)]).not.toContain('@opentelemetry/semantic-conventions');
+  });
+
+  it("imports none of Node's built-ins as an ES module (their facades run every getter): they come through require", () => {
+    const builtins = new Set(builtinModules.map((m) => m.replace(/^node:/, '')));
+    const esmImports: string[] = [];
+    for (const f of readdirSync(BUNDLE).filter((x) => x.endsWith('.js'))) {
+      const text = readFileSync(join(BUNDLE, f), 'utf8');
+      for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s*)"(?:node:)?([a-z][\w/]*)"/gm)) if (builtins.has(m[1]!)) esmImports.push(`${f}: ${m[0]}`);
+    }
+    expect(esmImports).toEqual([]);
+    // (and the walk finds what it looks for: the built-ins are there, required)
+    const all = readdirSync(BUNDLE).filter((x) => x.endsWith('.js')).map((f) => readFileSync(join(BUNDLE, f), 'utf8')).join('\n');
+    expect(all).toMatch(/require\("node:http"\)/);
+  });
+
+  it("sends OTLP without loading Node's own undici (node:http's getters load it when an ES module imports node:http, on Node 24)", async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const work = tempDir('tao-facade-');
+      const tree = writeFixtureTree(join(work, 'logs'), 2, 50);
+      const config = writeDirectoryTenantConfig(work, [{ type: 'otlp', endpoint: receiver.url }]);
+      // the main thread's list of the modules Node loaded, written as it exits
+      const preload = join(work, 'loaded-modules.cjs');
+      const listFile = join(work, 'loaded-modules.txt');
+      writeFileSync(preload, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(listFile)}, process.moduleLoadList.join('\\n')));\n`);
+      await promisify(execFile)(process.execPath, ['--require', preload, join(REPO_ROOT, 'dist', 'cli.js'), 'run', '--once', '--config', config], {
+        cwd: REPO_ROOT,
+        timeout: 120_000,
+        env: { ...process.env, NODE_OPTIONS: '' },
+      });
+      expect(receiver.records().length).toBe(tree.records.length);
+      const loaded = readFileSync(listFile, 'utf8').split('\n');
+      expect(loaded).toContain('NativeModule http');
+      expect(loaded.filter((m) => m.includes('undici'))).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
   });
 });

@@ -6,7 +6,8 @@
  *
  * Used for `server.readyDetailFrom`: which callers of `/readyz` get its detail.
  */
-import { BlockList, isIP } from 'node:net';
+// (`BlockList` is a getter of node:net, read here when a list is made: scripts/bundle.mjs)
+import net, { isIP } from 'node:net';
 
 /** Loopback: what `readyDetail: loopback` meant before `readyDetailFrom` existed. */
 export const LOOPBACK_RANGES: readonly string[] = ['127.0.0.0/8', '::1/128'];
@@ -32,7 +33,7 @@ export function parseCidr(text: string): Cidr | string {
 }
 
 export class AddressRanges {
-  private readonly list = new BlockList();
+  private readonly list = new net.BlockList();
 
   /** Throws on a range `parseCidr` refuses (the config schema checks them first). */
   constructor(readonly ranges: readonly string[]) {
