@@ -64,10 +64,6 @@ const zodEnglishOnly = {
  * encode worker.)
  */
 const requireForBuild = createRequire(import.meta.url);
-/** Names a module's `export const` cannot take (ES reserved words in strict code). */
-const RESERVED_WORDS = new Set(
-  'await break case catch class const continue debugger default delete do else enum export extends false finally for function if implements import in instanceof interface let new null package private protected public return static super switch this throw true try typeof var void while with yield'.split(' '),
-);
 const builtinsThroughRequire = {
   name: 'builtins-through-require',
   setup(b) {
@@ -78,7 +74,7 @@ const builtinsThroughRequire = {
     );
     b.onLoad({ filter: /.*/, namespace: 'builtin-via-require' }, (args) => {
       const descriptors = Object.getOwnPropertyDescriptors(requireForBuild(args.path));
-      const names = Object.keys(descriptors).filter((k) => 'value' in descriptors[k] && /^[A-Za-z_$][\w$]*$/.test(k) && !RESERVED_WORDS.has(k));
+      const names = Object.keys(descriptors).filter((k) => 'value' in descriptors[k] && /^[A-Za-z_$][\w$]*$/.test(k) && k !== 'default');
       const lines = [`const m = require(${JSON.stringify(args.path)});`, 'export default m;', ...names.map((k) => `export const ${k} = m.${k};`)];
       return { contents: lines.join('\n'), loader: 'js' };
     });
