@@ -34,7 +34,7 @@ function staticClosure(entry: string): string[] {
 function packagesIn(files: string[]): Set<string> {
   const found = new Set<string>();
   for (const f of files) {
-    for (const m of readFileSync(join(BUNDLE, f), 'utf8').matchAll(/^\/\/ node_modules\/((?:@[^/\s]+\/)?[^/\s]+)\//gm)) found.add(m[1]!);
+    for (const m of readFileSync(join(BUNDLE, f), 'utf8').matchAll(/^\/\/ (?:\S*\/)?node_modules\/((?:@[^/\s]+\/)?[^/\s]+)\//gm)) found.add(m[1]!);
   }
   return found;
 }
