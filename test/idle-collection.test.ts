@@ -78,6 +78,34 @@ describe('idle collection', () => {
     await quiet({ count: 2, skipped: 3 });
   });
 
+  it('after staleMs without a collection, a quiet spell collects for staleMinGrowthBytes of growth', async () => {
+    let inUse = 100;
+    let clock = 0;
+    const c = new IdleCollection(50, 10, () => inUse, undefined, 1_000, 2, () => clock);
+    const quiet = async (expected: { count: number; skipped: number }): Promise<void> => {
+      c.busy();
+      await waitFor(() => c.count + c.skipped === expected.count + expected.skipped);
+      expect({ count: c.count, skipped: c.skipped }).toEqual(expected);
+    };
+    inUse = 103; // 3 above: under 10, and the last collection (the start) is recent
+    await quiet({ count: 0, skipped: 1 });
+    clock = 999;
+    await quiet({ count: 0, skipped: 2 });
+    clock = 1_000; // stale: 3 is enough
+    await quiet({ count: 1, skipped: 2 });
+    inUse = 105; // 2 above the new floor, but the collection was just now
+    clock = 1_500;
+    await quiet({ count: 1, skipped: 3 });
+    clock = 2_000;
+    await quiet({ count: 2, skipped: 3 });
+    inUse = 106; // stale again, but grown by 1 only
+    clock = 5_000;
+    await quiet({ count: 2, skipped: 4 });
+    inUse = 115; // the usual rule still holds between stale spells
+    clock = 5_001;
+    await quiet({ count: 3, skipped: 4 });
+  });
+
   it('onQuiet runs at every quiet spell, with a collection or without, before the heap is measured', async () => {
     let inUse = 100;
     const order: string[] = [];

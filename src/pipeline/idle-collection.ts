@@ -27,6 +27,9 @@ import { collectGarbage } from '../core/gc-function.js';
 export const IDLE_COLLECTION_MS = 5_000;
 /** How much the heap in use grows after a collection before a quiet spell is worth another. */
 export const IDLE_COLLECTION_MIN_GROWTH_BYTES = 8 * 1024 * 1024;
+/** After this long without a collection, a quiet spell collects for less growth (STALE_MIN_GROWTH_BYTES). */
+export const IDLE_COLLECTION_STALE_MS = 10 * 60_000;
+export const IDLE_COLLECTION_STALE_MIN_GROWTH_BYTES = 1024 * 1024;
 
 /** This thread's V8 heap in use plus the external memory V8 accounts (ArrayBuffers and the like). */
 export function heapInUse(): number {
@@ -45,16 +48,25 @@ export class IdleCollection {
 
   /**
    * `idleMs` 0: never. `inUse` measures the heap (a parameter for tests). `onQuiet` runs at every
-   * quiet spell, before the heap is measured (the main thread frees its spare read buffers).
+   * quiet spell, before the heap is measured (the main thread frees its spare read buffers and
+   * drops idle regions of shared buffers); when it returns true (it let go of memory that only a
+   * collection frees), the collection runs whatever the heap's growth.
    */
   constructor(
     private readonly idleMs: number,
     private readonly minGrowthBytes: number = IDLE_COLLECTION_MIN_GROWTH_BYTES,
     private readonly inUse: () => number = heapInUse,
-    private readonly onQuiet?: () => void,
+    private readonly onQuiet?: () => boolean | void,
+    private readonly staleMs: number = IDLE_COLLECTION_STALE_MS,
+    private readonly staleMinGrowthBytes: number = IDLE_COLLECTION_STALE_MIN_GROWTH_BYTES,
+    private readonly now: () => number = Date.now,
   ) {
     this.floor = idleMs > 0 ? inUse() : 0;
+    this.lastAt = now();
   }
+
+  /** When the last collection ran (or when this was made). */
+  private lastAt: number;
 
   /** Work was done now: a collection is due `idleMs` after the last of it. */
   busy(): void {
@@ -74,9 +86,11 @@ export class IdleCollection {
 
   private collect(): void {
     this.timer = undefined;
-    this.onQuiet?.();
+    const released = this.onQuiet?.() === true;
     const now = this.inUse();
-    if (now - this.floor < this.minGrowthBytes) {
+    const grown = now - this.floor;
+    const stale = this.now() - this.lastAt >= this.staleMs;
+    if (!released && grown < (stale ? this.staleMinGrowthBytes : this.minGrowthBytes)) {
       this.floor = Math.min(this.floor, now);
       this.skipped++;
       return;
@@ -85,5 +99,6 @@ export class IdleCollection {
     // left a heap of 176 MB as it was, here, until the pages were given back later)
     if (collectGarbage()) this.count++;
     this.floor = this.inUse();
+    this.lastAt = this.now();
   }
 }
