@@ -154,3 +154,58 @@ describe('encode pool with shared buffers', () => {
     }, 60_000);
   }
 });
+
+describe('encode pool: regions of shared buffers that a burst used are given back', () => {
+  /** ArrayBuffer memory of this process as Node's allocator counts it (a shared buffer's goes once every thread let go of it). */
+  const arrayBuffers = (): number => process.memoryUsage().arrayBuffers;
+
+  async function waitFor(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
+    const until = Date.now() + ms;
+    while (!cond()) {
+      if (Date.now() > until) throw new Error(`${what}: not in time`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it('a quiet spell drops every region but the first once no batch has used it for regionIdleMs; the memory goes; a new burst makes them again', async () => {
+    const pool = new EncodeWorkerPool(1, init, { idleMs: 300, regionIdleMs: 600 });
+    try {
+      const before = arrayBuffers();
+      // a burst: 10 batches held at once (output regions hold 4 buffers each, input regions 8),
+      // checked and released (and nothing of it kept: its bodies are views of the regions)
+      const burst = async (first: number): Promise<void> => {
+        const results = await Promise.all(Array.from({ length: 10 }, (_, n) => pool.run(task(first + n, 200))));
+        expect(pool.sharedBuffersInUse).toEqual({ inputs: 10, outputs: 10 });
+        expect(pool.sharedRegions).toEqual({ inputs: 2, outputs: 3 });
+        results.forEach((r, n) => checkResult(r, first + n, 200));
+        expect(results.filter((r) => r.payloads[0]![0]!.buffer instanceof SharedArrayBuffer).length).toBe(10);
+        for (const r of results) r.release?.();
+        expect(pool.sharedBuffersInUse).toEqual({ inputs: 0, outputs: 0 });
+      };
+      await burst(0);
+      const made = arrayBuffers() - before;
+      expect(made).toBeGreaterThanOrEqual(5 * (64 << 20));
+
+      // quiet spells before regionIdleMs: nothing dropped (the quiet spell comes 300 ms after the last batch)
+      const early = await pool.run(task(50, 10));
+      early.release?.();
+      await waitFor('a quiet spell', () => pool.idleCollection.count + pool.idleCollection.skipped >= 1);
+      expect(pool.sharedRegions).toEqual({ inputs: 2, outputs: 3 });
+
+      // one batch now and then uses the first region only; once the others were unused for 600 ms, the next quiet spell drops them
+      await new Promise((r) => setTimeout(r, 650));
+      const small = await pool.run(task(60, 10));
+      checkResult(small, 60, 10);
+      small.release?.();
+      await waitFor('the later regions dropped', () => pool.sharedRegions.outputs === 1);
+      expect(pool.sharedRegions).toEqual({ inputs: 1, outputs: 1 });
+      // their memory goes once both threads have collected (the worker's collection follows the pool's message)
+      await waitFor('their memory given back', () => before + made - arrayBuffers() >= 3 * (64 << 20));
+
+      // another burst: the regions are made again, handed to the worker again, and the bodies are right
+      await burst(100);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+});

@@ -8,17 +8,26 @@ export interface InitMessage {
   init: ProcessorInit;
 }
 
-/** A pool's region of shared buffers (shared-buffers.ts): buffer `id` starts at id x bufferBytes. */
+/** A region of a pool of shared buffers (shared-buffers.ts): it holds buffers `index` x `perRegion` on, each `bufferBytes` long. */
 export interface SharedRegion {
   region: SharedArrayBuffer;
+  index: number;
+  perRegion: number;
   bufferBytes: number;
 }
 
-/** The regions of shared buffers, handed to a worker once each (before the first task that uses one). */
+/** Regions of shared buffers, handed to a worker once each (before the first task that uses one). */
 export interface BuffersMessage {
   kind: 'buffers';
-  inputs?: SharedRegion;
-  outputs?: SharedRegion;
+  inputs: SharedRegion[];
+  outputs: SharedRegion[];
+}
+
+/** Regions the pool dropped (by index): the worker forgets its handles on them and collects. */
+export interface DropBuffersMessage {
+  kind: 'drop-buffers';
+  inputs: number[];
+  outputs: number[];
 }
 
 /** A tenant's reference data for the tasks after this message (`data` absent: withdrawn). */

@@ -3,31 +3,19 @@ import v8 from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ChunkProcessor, type ProcessorInit } from './chunk-processor.js';
 import { coversItsBuffer, payloadOwnsItsBuffer } from './transfer.js';
-import { sharedView } from './shared-buffers.js';
+import { SharedRegionViews } from './shared-buffers.js';
 import { IdleCollection, IDLE_COLLECTION_MS } from './idle-collection.js';
-import type { BuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, TaskMessage, WirePayload } from './encode-messages.js';
+import { collectGarbage } from '../core/gc-function.js';
+import type { BuffersMessage, DropBuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, TaskMessage, WirePayload } from './encode-messages.js';
 
 // set up from workerData, or by the first message when started early (encode-worker-prewarm.ts)
 let processor: ChunkProcessor | null = workerData ? new ChunkProcessor(workerData as ProcessorInit) : null;
-/** The pool's regions of shared buffers (handed over once each), and the views made of them, by buffer id. */
-let inputRegion: SharedRegion | undefined;
-let outputRegion: SharedRegion | undefined;
-const inputs = new Map<number, Uint8Array>();
-const outputs = new Map<number, Uint8Array>();
+const inputs = new SharedRegionViews();
+const outputs = new SharedRegionViews();
 /** What the tasks left dead is collected once they stop for a while (idle-collection.ts). */
 const idleCollection = new IdleCollection(IDLE_COLLECTION_MS);
 
-function bufferOf(views: Map<number, Uint8Array>, region: SharedRegion | undefined, id: number): Uint8Array {
-  let view = views.get(id);
-  if (!view) {
-    if (!region) throw new Error(`encode worker: shared buffer ${id} before its region`);
-    view = sharedView(region.region, region.bufferBytes, id);
-    views.set(id, view);
-  }
-  return view;
-}
-
-parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | ReferenceMessage | HeapQuery) => {
+parentPort!.on('message', (msg: TaskMessage | BuffersMessage | DropBuffersMessage | InitMessage | ReferenceMessage | HeapQuery) => {
   if (msg.kind === 'heap') {
     const s = v8.getHeapStatistics();
     const reply: HeapReply = { kind: 'heap', id: msg.id, heap: { usedBytes: s.used_heap_size, totalBytes: s.total_heap_size, externalBytes: s.external_memory } };
@@ -44,8 +32,15 @@ parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | Ref
     return;
   }
   if (msg.kind === 'buffers') {
-    if (msg.inputs) inputRegion = msg.inputs;
-    if (msg.outputs) outputRegion = msg.outputs;
+    inputs.add(msg.inputs);
+    outputs.add(msg.outputs);
+    return;
+  }
+  if (msg.kind === 'drop-buffers') {
+    // (the handles are the last ones once both threads have collected: the region's memory goes then)
+    inputs.drop(msg.inputs);
+    outputs.drop(msg.outputs);
+    collectGarbage();
     return;
   }
   idleCollection.busy();
@@ -54,10 +49,10 @@ parentPort!.on('message', (msg: TaskMessage | BuffersMessage | InitMessage | Ref
     if (msg.input) {
       task.segments.forEach((seg, i) => {
         const r = msg.input![i]!;
-        seg.bytes = bufferOf(inputs, inputRegion, r.buffer).subarray(r.offset, r.offset + r.length);
+        seg.bytes = inputs.buffer(r.buffer).subarray(r.offset, r.offset + r.length);
       });
     }
-    const output = msg.output >= 0 ? bufferOf(outputs, outputRegion, msg.output) : undefined;
+    const output = msg.output >= 0 ? outputs.buffer(msg.output) : undefined;
     if (output) task.output = output;
     if (!processor) throw new Error('encode worker: task before setup');
     const result = processor.process(task);

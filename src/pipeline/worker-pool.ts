@@ -17,7 +17,7 @@ import { copiedOut, dropSpareReadBuffers } from '../core/buffer-release.js';
  * the same (docs/performance.md); smaller gave no more.
  */
 const MINOR_COLLECTION_BYTES = 4 << 20;
-import type { BuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, TaskMessage, WorkerHeap, WorkerHeaps } from './encode-messages.js';
+import type { BuffersMessage, DropBuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, TaskMessage, WorkerHeap, WorkerHeaps } from './encode-messages.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
 import { buildReferenceTable } from '../mapping/reference-table-builder.js';
 
@@ -55,9 +55,9 @@ interface Slot {
   busy: Map<number, Pending>;
   /** Heap queries asked and not answered yet, by id. */
   heapQueries: Map<number, (heap: WorkerHeap) => void>;
-  /** The regions of shared buffers this worker has been handed (once each). */
-  hasInputs: boolean;
-  hasOutputs: boolean;
+  /** The regions of shared buffers this worker has been handed (by index; once each while they live). */
+  inputRegions: Set<number>;
+  outputRegions: Set<number>;
 }
 
 
@@ -73,6 +73,15 @@ const PER_WORKER = 2;
 const INPUT_BUFFER_BYTES = 4 << 20;
 const OUTPUT_BUFFER_BYTES = 8 << 20;
 const MAX_SHARED_BUFFERS = 16;
+/** A region of shared buffers that no batch used for this long is dropped at the next quiet spell (its pages given back). */
+export const REGION_IDLE_MS = 60_000;
+
+export interface EncodePoolOptions {
+  /** How long the pool is quiet before it collects (IDLE_COLLECTION_MS; tests). */
+  idleMs?: number;
+  /** REGION_IDLE_MS (tests). */
+  regionIdleMs?: number;
+}
 const EMPTY = new Uint8Array(0);
 
 export class EncodeWorkerPool implements ReferenceDataSink {
@@ -93,13 +102,19 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   /** The input copied into the shared buffers is garbage in this thread: collected every so often (minor-collection.ts). */
   private readonly minorCollection = new MinorCollection(MINOR_COLLECTION_BYTES);
   /** What the batches left dead is collected once they stop for a while (idle-collection.ts), and the spare read buffers freed. */
-  readonly idleCollection = new IdleCollection(IDLE_COLLECTION_MS, undefined, undefined, dropSpareReadBuffers);
+  readonly idleCollection: IdleCollection;
   private readonly outputs = new SharedBufferPool(OUTPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
 
   constructor(
     readonly size: number,
     private readonly init: ProcessorInit,
+    options: EncodePoolOptions = {},
   ) {
+    const regionIdleMs = options.regionIdleMs ?? REGION_IDLE_MS;
+    this.idleCollection = new IdleCollection(options.idleMs ?? IDLE_COLLECTION_MS, undefined, undefined, () => {
+      dropSpareReadBuffers();
+      return this.dropIdleRegions(regionIdleMs);
+    });
     this.inline = size === 0 ? new ChunkProcessor(init) : null;
     for (let i = 0; i < size; i++) this.slots.push(this.spawn());
     releasePrewarmedWorkers();
@@ -118,7 +133,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       const msg: ReferenceMessage = { kind: 'reference', tenant, data };
       worker.postMessage(msg);
     }
-    const slot: Slot = { worker, busy: new Map(), heapQueries: new Map(), hasInputs: false, hasOutputs: false };
+    const slot: Slot = { worker, busy: new Map(), heapQueries: new Map(), inputRegions: new Set(), outputRegions: new Set() };
     worker.on('message', (msg: ResultMessage | HeapReply) => {
       if ('kind' in msg) {
         slot.heapQueries.get(msg.id)?.(msg.heap);
@@ -354,18 +369,10 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       const id = this.nextId++;
       best.busy.set(id, p);
       // hand the worker the regions of shared buffers it has not been handed yet (once per worker and region)
-      const add: BuffersMessage = { kind: 'buffers' };
-      const inputRegion = this.inputs.region;
-      if (p.input && !best.hasInputs && inputRegion) {
-        best.hasInputs = true;
-        add.inputs = { region: inputRegion, bufferBytes: this.inputs.bufferBytes };
-      }
-      const outputRegion = this.outputs.region;
-      if (p.output >= 0 && !best.hasOutputs && outputRegion) {
-        best.hasOutputs = true;
-        add.outputs = { region: outputRegion, bufferBytes: this.outputs.bufferBytes };
-      }
-      if (add.inputs || add.outputs) best.worker.postMessage(add);
+      const add: BuffersMessage = { kind: 'buffers', inputs: [], outputs: [] };
+      for (const r of p.input ?? []) handOver(this.inputs, this.inputs.regionOf(r.buffer), best.inputRegions, add.inputs);
+      if (p.output >= 0) handOver(this.outputs, this.outputs.regionOf(p.output), best.outputRegions, add.outputs);
+      if (add.inputs.length > 0 || add.outputs.length > 0) best.worker.postMessage(add);
       const msg: TaskMessage = {
         kind: 'task',
         id,
@@ -436,6 +443,27 @@ export class EncodeWorkerPool implements ReferenceDataSink {
     return answers.filter((a) => a !== undefined);
   }
 
+  /**
+   * Drops the regions of shared buffers that no batch used for `idleMs` (shared-buffers.ts) and
+   * tells the workers holding them to forget them. True when one was dropped: the caller collects
+   * this thread's heap, which lets their memory go.
+   */
+  private dropIdleRegions(idleMs: number): boolean {
+    if (this.inline) return false;
+    const drop: DropBuffersMessage = { kind: 'drop-buffers', inputs: this.inputs.dropIdleRegions(idleMs), outputs: this.outputs.dropIdleRegions(idleMs) };
+    if (drop.inputs.length === 0 && drop.outputs.length === 0) return false;
+    for (const slot of this.slots) {
+      const told: DropBuffersMessage = { kind: 'drop-buffers', inputs: drop.inputs.filter((r) => slot.inputRegions.delete(r)), outputs: drop.outputs.filter((r) => slot.outputRegions.delete(r)) };
+      if (told.inputs.length > 0 || told.outputs.length > 0) slot.worker.postMessage(told);
+    }
+    return true;
+  }
+
+  /** Regions of shared buffers alive now (input, output). */
+  get sharedRegions(): { inputs: number; outputs: number } {
+    return { inputs: this.inputs.regionCount, outputs: this.outputs.regionCount };
+  }
+
   /** Shared buffers lent out now (input, output): back to 0 once every result is released. */
   get sharedBuffersInUse(): { inputs: number; outputs: number } {
     return { inputs: this.inputs.inUse, outputs: this.outputs.inUse };
@@ -451,6 +479,15 @@ export class EncodeWorkerPool implements ReferenceDataSink {
     for (const p of this.queue.splice(0)) p.reject(new Error('encode worker pool closed'));
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }
+}
+
+/** Adds region `index` of `pool` to `message` unless the worker was handed it already (`handed`). */
+function handOver(pool: SharedBufferPool, index: number, handed: Set<number>, message: SharedRegion[]): void {
+  if (handed.has(index)) return;
+  const region = pool.region(index);
+  if (!region) throw new Error(`encode pool: shared buffer region ${index} is not there`);
+  handed.add(index);
+  message.push({ region, index, perRegion: pool.perRegion, bufferBytes: pool.bufferBytes });
 }
 
 function describeError(err: unknown): string {
