@@ -81,6 +81,8 @@ export interface EncodePoolOptions {
   idleMs?: number;
   /** REGION_IDLE_MS (tests). */
   regionIdleMs?: number;
+  /** The clock the shared buffers' regions are timed by (tests). */
+  now?: () => number;
 }
 const EMPTY = new Uint8Array(0);
 
@@ -98,18 +100,20 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   private readonly inline: ChunkProcessor | null;
   private nextId = 1;
   private closed = false;
-  private readonly inputs = new SharedBufferPool(INPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
+  private readonly inputs: SharedBufferPool;
   /** The input copied into the shared buffers is garbage in this thread: collected every so often (minor-collection.ts). */
   private readonly minorCollection = new MinorCollection(MINOR_COLLECTION_BYTES);
   /** What the batches left dead is collected once they stop for a while (idle-collection.ts), and the spare read buffers freed. */
   readonly idleCollection: IdleCollection;
-  private readonly outputs = new SharedBufferPool(OUTPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS);
+  private readonly outputs: SharedBufferPool;
 
   constructor(
     readonly size: number,
     private readonly init: ProcessorInit,
     options: EncodePoolOptions = {},
   ) {
+    this.inputs = new SharedBufferPool(INPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS, options.now);
+    this.outputs = new SharedBufferPool(OUTPUT_BUFFER_BYTES, MAX_SHARED_BUFFERS, options.now);
     const regionIdleMs = options.regionIdleMs ?? REGION_IDLE_MS;
     this.idleCollection = new IdleCollection(options.idleMs ?? IDLE_COLLECTION_MS, undefined, undefined, () => {
       dropSpareReadBuffers();
@@ -449,7 +453,6 @@ export class EncodeWorkerPool implements ReferenceDataSink {
    * this thread's heap, which lets their memory go.
    */
   private dropIdleRegions(idleMs: number): boolean {
-    if (this.inline) return false;
     const drop: DropBuffersMessage = { kind: 'drop-buffers', inputs: this.inputs.dropIdleRegions(idleMs), outputs: this.outputs.dropIdleRegions(idleMs) };
     if (drop.inputs.length === 0 && drop.outputs.length === 0) return false;
     for (const slot of this.slots) {
