@@ -8,34 +8,14 @@
  */
 import { describe, it, expect } from 'vitest';
 import { loadCatalog } from '../src/mapping/catalog.js';
-import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
+import { task, checkResult } from './support/encode-tasks.js';
 import { collectGarbage } from '../src/core/gc-function.js';
-import type { ChunkResult, ChunkTask, ProcessorInit } from '../src/pipeline/chunk-processor.js';
+import type { ProcessorInit } from '../src/pipeline/chunk-processor.js';
 
 // the built pool (npm test builds first): its workers run dist/pipeline/encode-worker.js
 const { EncodeWorkerPool } = (await import('../dist/pipeline/worker-pool.js')) as typeof import('../src/pipeline/worker-pool.js');
 
 const init: ProcessorInit = { catalog: loadCatalog(), scope: { name: 'regions-test', version: '1' }, tenants: [{ id: 't' }] };
-const KEY = { pod: 'p1', siteLuid: 's1', eventType: 'vizql_http_request' };
-
-/** `lines` vizql records tagged with the task number. */
-function task(n: number, lines: number): ChunkTask {
-  const text = Array.from({ length: lines }, (_, i) => JSON.stringify({ eventTime: '2026-11-29T10:00:00.123Z', siteLuid: 's1', method: 'GET', requestUri: `/t/${n}/r/${i}?x=1`, user: `u${n}` })).join('\n');
-  return {
-    tenant: 't',
-    segments: [{ keyInfo: KEY, uidPrefix: `task${n}`, firstLine: 1, bytes: new Uint8Array(Buffer.from(text)) }],
-    encodings: [{ kind: 'otlp-protobuf' }],
-    observedTimeUnixNano: '1',
-  };
-}
-
-/** The records a result's bodies hold (decoded by the test receiver's own decoder), checked to be the task's own. */
-function checkResult(r: ChunkResult, n: number, lines: number): void {
-  expect(r.records).toBe(lines);
-  const records = r.payloads[0]!.flatMap((body) => decodeOtlpLogsBody(body, 'protobuf'));
-  expect(records.map((rec) => rec.attributes['log.record.uid'])).toEqual(Array.from({ length: lines }, (_, i) => `task${n}:${i + 1}`));
-  expect(records.map((rec) => rec.attributes['url.path'])).toEqual(Array.from({ length: lines }, (_, i) => `/t/${n}/r/${i}`));
-}
 
 describe('encode pool: regions of shared buffers that a burst used are given back', () => {
   /** ArrayBuffer memory of this process as Node's allocator counts it (a shared buffer's goes once every thread let go of it). */

@@ -453,10 +453,11 @@ export class EncodeWorkerPool implements ReferenceDataSink {
    * this thread's heap, which lets their memory go.
    */
   private dropIdleRegions(idleMs: number): boolean {
-    const drop: DropBuffersMessage = { kind: 'drop-buffers', inputs: this.inputs.dropIdleRegions(idleMs), outputs: this.outputs.dropIdleRegions(idleMs) };
-    if (drop.inputs.length === 0 && drop.outputs.length === 0) return false;
+    const inputs = this.inputs.dropIdleRegions(idleMs);
+    const outputs = this.outputs.dropIdleRegions(idleMs);
+    if (inputs.length === 0 && outputs.length === 0) return false;
     for (const slot of this.slots) {
-      const told: DropBuffersMessage = { kind: 'drop-buffers', inputs: drop.inputs.filter((r) => slot.inputRegions.delete(r)), outputs: drop.outputs.filter((r) => slot.outputRegions.delete(r)) };
+      const told: DropBuffersMessage = { kind: 'drop-buffers', inputs: inputs.filter((r) => slot.inputRegions.delete(r)), outputs: outputs.filter((r) => slot.outputRegions.delete(r)) };
       if (told.inputs.length > 0 || told.outputs.length > 0) slot.worker.postMessage(told);
     }
     return true;
