@@ -7,8 +7,9 @@ import { describe, it, expect, afterEach } from 'vitest';
 import { existsSync, readFileSync, writeFileSync, mkdirSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
-import { spawnSync } from 'node:child_process';
-import { TenantStateLock, StateLockedError } from '../src/daemon/tenant-state-lock.js';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { TenantStateLock, StateLockedError, processIdentity } from '../src/daemon/tenant-state-lock.js';
+import { createLogger } from '../src/daemon/logger.js';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { runCli, startCli, type CliProcess } from './support/cli-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
@@ -16,8 +17,10 @@ import { startDaemon, waitFor, parseLogLines, type DaemonProcess } from './suppo
 
 let receiver: OtlpReceiver | undefined;
 const running: CliProcess[] = [];
+const sleepers: ChildProcess[] = [];
 afterEach(async () => {
   for (const p of running.splice(0)) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  for (const c of sleepers.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
   await receiver?.close();
 });
 
@@ -219,5 +222,76 @@ describe('tenant state lock', () => {
     expect(JSON.parse(readFileSync(join(dir, 'daemon.lock'), 'utf8')).pid).toBe(process.pid);
     expect(existsSync(guard)).toBe(false);
     lock.release();
+  });
+
+  describe.runIf(processIdentity(process.pid) !== undefined)('a pid that runs but is another process (Linux: the holder identified by boot and start time)', () => {
+    /** A live process that is not a daemon: its pid stands for a crashed holder's pid taken by someone else. */
+    async function otherProcess(): Promise<number> {
+      const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+      sleepers.push(child);
+      await new Promise<void>((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+      return child.pid!;
+    }
+    function lockAt(holder: Record<string, unknown>): { dir: string; file: string } {
+      const dir = join(tempDir(), 'acme');
+      mkdirSync(dir, { recursive: true });
+      const file = join(dir, 'daemon.lock');
+      writeFileSync(file, JSON.stringify({ host: hostname(), startedAt: '2026-11-30T00:00:00.000Z', token: 'crashed', ...holder }));
+      return { dir, file };
+    }
+    function acquireLogged(dir: string): { lock: TenantStateLock; lines: Array<Record<string, unknown>> } {
+      const lines: Array<Record<string, unknown>> = [];
+      const log = createLogger('info', { format: 'json', out: { print: (t) => lines.push(JSON.parse(t) as Record<string, unknown>) } });
+      return { lock: TenantStateLock.acquire(dir, log), lines };
+    }
+
+    it('its identity is stable for one process and differs between two; a pid that does not run has none', async () => {
+      const pid = await otherProcess();
+      expect(processIdentity(process.pid)).toBe(processIdentity(process.pid));
+      expect(processIdentity(process.pid)).toMatch(/^[0-9a-f-]{36}\/\d+$/);
+      const other = processIdentity(pid);
+      expect(other).toBeDefined();
+      expect(other).not.toBe(processIdentity(process.pid));
+      expect(other!.split('/')[0]).toBe(processIdentity(process.pid)!.split('/')[0]);
+      const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+      expect(processIdentity(gone)).toBeUndefined();
+    });
+
+    it('a lock this process takes records its identity', () => {
+      const dir = join(tempDir(), 'acme');
+      const lock = TenantStateLock.acquire(dir);
+      expect(JSON.parse(readFileSync(join(dir, 'daemon.lock'), 'utf8')).process).toBe(processIdentity(process.pid));
+      lock.release();
+    });
+
+    it('a live pid whose start time is not the holder\'s (the pid reused after a crash) is stale: taken over with a warning', async () => {
+      const pid = await otherProcess();
+      const [boot, start] = processIdentity(pid)!.split('/');
+      const { dir, file } = lockAt({ pid, process: `${boot}/${Number(start) - 1}` });
+      const { lock, lines } = acquireLogged(dir);
+      expect(JSON.parse(readFileSync(file, 'utf8')).token).toBe(lock.holder.token);
+      const warning = lines.find((l) => l.msg === 'took over a stale lock of the tenant state (its process is gone)');
+      expect(warning?.reason).toBe(`process ${pid} is gone; the pid is another process's now`);
+      lock.release();
+    });
+
+    it('a live pid recorded before the host restarted (another boot id) is stale', async () => {
+      const pid = await otherProcess();
+      const start = processIdentity(pid)!.split('/')[1];
+      const { dir } = lockAt({ pid, process: `00000000-0000-0000-0000-000000000000/${start}` });
+      const { lock, lines } = acquireLogged(dir);
+      expect(lines.find((l) => l.msg?.toString().startsWith('took over a stale lock'))?.reason).toBe(`process ${pid} ran before the host restarted; the pid is another process's now`);
+      lock.release();
+    });
+
+    it('the holder itself still running (its identity matches) is refused, and so is a live pid in a lock without an identity', async () => {
+      const pid = await otherProcess();
+      const same = lockAt({ pid, process: processIdentity(pid) });
+      expect(() => TenantStateLock.acquire(same.dir)).toThrow(new RegExp(`in use by process ${pid} `));
+      expect(JSON.parse(readFileSync(same.file, 'utf8')).token).toBe('crashed');
+      const older = lockAt({ pid }); // written by a build before the identity, or not on Linux
+      expect(() => TenantStateLock.acquire(older.dir)).toThrow(StateLockedError);
+      expect(JSON.parse(readFileSync(older.file, 'utf8')).token).toBe('crashed');
+    });
   });
 });

@@ -5,7 +5,10 @@
  * record would be sent twice.
  *
  * - A lock whose pid no longer runs on this host (a `kill -9`, a crash, a container restarted
- *   with the same pid) is stale: the next start takes it over with a warning.
+ *   with the same pid) is stale: the next start takes it over with a warning. So is one whose pid
+ *   runs but is another process: on Linux the lock also holds the holder's identity (the boot's id
+ *   and the process's start time from `/proc`), since pids wrap (at 32 768 by default) and a reboot
+ *   starts them again, so a crashed daemon's pid may belong to anything by the time it restarts.
  * - A lock held by a running process, or by another host (a shared volume: its pid cannot be
  *   checked from here), is refused with a {@link StateLockedError} that names the holder and the file.
  * - Released when the daemon stops (SIGTERM, the end of `run --once`) and, as a last resort, at
@@ -29,6 +32,8 @@ export interface LockHolder {
   startedAt: string;
   /** Unique per acquisition: a release removes only its own file. */
   token: string;
+  /** Linux: `<boot id>/<start time in clock ticks>` of the holder (see {@link processIdentity}); absent elsewhere. */
+  process?: string;
 }
 
 export class StateLockedError extends Error {
@@ -81,6 +86,8 @@ export class TenantStateLock {
     mkdirSync(dir, { recursive: true });
     const file = join(dir, LOCK_FILE_NAME);
     const me: LockHolder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), token: randomUUID() };
+    const identity = processIdentity(process.pid);
+    if (identity !== undefined) me.process = identity;
     for (let attempt = 0; attempt < 5; attempt++) {
       if (tryCreate(file, me)) return TenantStateLock.keep(file, me);
       const text = readLock(file);
@@ -194,7 +201,9 @@ function parseHolder(text: string): LockHolder | undefined {
   try {
     const j = JSON.parse(text) as Partial<LockHolder>;
     if (typeof j.pid === 'number' && Number.isInteger(j.pid) && j.pid > 0 && typeof j.host === 'string' && typeof j.token === 'string') {
-      return { pid: j.pid, host: j.host, startedAt: String(j.startedAt ?? ''), token: j.token };
+      const holder: LockHolder = { pid: j.pid, host: j.host, startedAt: String(j.startedAt ?? ''), token: j.token };
+      if (typeof j.process === 'string') holder.process = j.process;
+      return holder;
     }
   } catch {
     /* not JSON */
@@ -210,7 +219,43 @@ function staleReason(holder: LockHolder | undefined): string | undefined {
   // this process holds no lock it did not take itself: a file with our pid is a previous life's
   // (a container restarted after kill -9 runs as pid 1 again)
   if (holder.pid === process.pid) return [...held].some((l) => l.holder.token === holder.token) ? undefined : `process ${holder.pid} is this process, started again`;
-  return isRunning(holder.pid) ? undefined : `process ${holder.pid} is not running`;
+  if (!isRunning(holder.pid)) return `process ${holder.pid} is not running`;
+  if (holder.process === undefined) return undefined; // a lock without the identity (not Linux): the pid is all there is
+  const now = processIdentity(holder.pid);
+  if (now === undefined) return undefined; // cannot tell (no /proc here, or it just exited): assume it runs
+  if (now === holder.process) return undefined;
+  const [bootThen] = holder.process.split('/');
+  const [bootNow] = now.split('/');
+  return bootThen !== bootNow ? `process ${holder.pid} ran before the host restarted; the pid is another process's now` : `process ${holder.pid} is gone; the pid is another process's now`;
+}
+
+const BOOT_ID_FILE = '/proc/sys/kernel/random/boot_id';
+let bootId: string | null | undefined;
+
+/**
+ * Who a pid is, beyond the number: `<boot id>/<start time>`, the kernel's id of this boot and the
+ * process's start time in clock ticks after it (field 22 of `/proc/<pid>/stat`). Two processes
+ * with one pid never share both. Undefined where `/proc` cannot tell (not Linux, the process gone).
+ */
+export function processIdentity(pid: number): string | undefined {
+  if (bootId === undefined) {
+    try {
+      bootId = readFileSync(BOOT_ID_FILE, 'utf8').trim() || null;
+    } catch {
+      bootId = null;
+    }
+  }
+  if (bootId === null) return undefined;
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // "pid (comm) state ppid …": comm may hold spaces and parentheses, so count from the last ')'
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const startTime = fields[19]; // field 22 of the line; fields[0] is field 3
+  return startTime !== undefined && /^\d+$/.test(startTime) ? `${bootId}/${startTime}` : undefined;
 }
 
 function isRunning(pid: number): boolean {
