@@ -1,7 +1,8 @@
 /**
  * The encode workers' heaps on /metrics (tao_encode_worker_heap_*, src/daemon/metrics.ts): one
  * series per worker, asked of the workers themselves at the scrape; none when the pipeline
- * encodes in the main thread (`workers: 0`).
+ * encodes in the main thread (`workers: 0`). The pool's regions of shared buffers
+ * (tao_encode_shared_buffer_regions) in both cases.
  */
 import { describe, it, expect, afterEach } from 'vitest';
 import { join } from 'node:path';
@@ -31,6 +32,19 @@ async function exportedThenScraped(workers: number): Promise<string> {
   return (await daemon.get('/metrics')).body;
 }
 
+/**
+ * Batches went through shared buffers: a region of request bodies was made, and no more than 8
+ * batches in flight need (4 bodies a region); the lines travel in an input region only to workers.
+ */
+function expectRegions(metrics: string, inputs: number): void {
+  expect(metrics).toContain('# TYPE tao_encode_shared_buffer_regions gauge');
+  const input = metricValue(metrics, 'tao_encode_shared_buffer_regions', { kind: 'input' });
+  const output = metricValue(metrics, 'tao_encode_shared_buffer_regions', { kind: 'output' });
+  expect(input).toBe(inputs);
+  expect(output).toBeGreaterThanOrEqual(1);
+  expect(output).toBeLessThanOrEqual(2);
+}
+
 describe('encode worker heap metrics', () => {
   it('one series per worker: its heap in use within the pages it took, and its external memory', async () => {
     const metrics = await exportedThenScraped(2);
@@ -43,11 +57,13 @@ describe('encode worker heap metrics', () => {
       expect(size!(w)).toBeLessThan(192e6);
       expect(external!(w)).toBeGreaterThanOrEqual(0);
     }
+    expectRegions(metrics, 1);
   }, 180_000);
 
   it('none when the main thread encodes (workers: 0)', async () => {
     const metrics = await exportedThenScraped(0);
     expect(metrics).toContain('# TYPE tao_encode_worker_heap_used_bytes gauge');
     for (const name of NAMES) expect(metricValue(metrics, name), name).toBeUndefined();
+    expectRegions(metrics, 0);
   }, 180_000);
 });

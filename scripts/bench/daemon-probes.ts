@@ -66,6 +66,15 @@ export function workerHeapsIn(text: string | undefined): number {
   return sum;
 }
 
+/** The encode pool's regions of shared buffers (`tao_encode_shared_buffer_regions`), -1 each while /metrics has none. */
+export function sharedRegionsIn(text: string | undefined): { inputs: number; outputs: number } {
+  const of = (kind: string): number => {
+    const m = new RegExp(`^tao_encode_shared_buffer_regions\\{kind="${kind}"\\} (\\d+)`, 'm').exec(text ?? '');
+    return m ? Number(m[1]) : -1;
+  };
+  return { inputs: of('input'), outputs: of('output') };
+}
+
 /** The records the daemon on `port` has exported (`tao_events_exported_total`, summed); -1 while it does not serve yet. */
 export async function exportedSoFar(port: number): Promise<number> {
   return exportedIn(await metricsText(port));

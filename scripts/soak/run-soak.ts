@@ -3,7 +3,8 @@
  * `npm run soak` (builds first, then runs this file).
  *
  *   npm run soak -- [--duration 1h] [--rate 1000] [--object-seconds 10] [--hour-seconds 60]
- *                   [--lookback-hours 2] [--sample 10] [--node-flags "FLAGS"] [--json FILE] [--keep]
+ *                   [--lookback-hours 2] [--sample 10] [--burst-every 5m --burst-events 60000]
+ *                   [--node-flags "FLAGS"] [--json FILE] [--keep]
  *
  * Starts a local OTLP/HTTP receiver on 127.0.0.1 in a process of its own (it discards what it
  * gets; ../bench/receiver-process.ts), the real CLI
@@ -13,7 +14,11 @@
  * be). Time runs faster in the object keys and records than on the clock: one hour partition
  * (`h=HH`) every `hour-seconds`, so an hour's soak goes through 60 partitions and the source's
  * watermark (`lookbackHours`) has to keep the checkpoint small; objects of partitions past the
- * look-back are deleted (the disk stays small too).
+ * look-back are deleted (the disk stays small too). With `--burst-every`, the writer also drops
+ * `--burst-events` more records at once at that interval (objects of at most 5 000, the first at
+ * one interval from the start): a backlog that fills the daemon's batches in flight at moments
+ * the soak chooses, so that two soaks compared side by side see the same bursts, whatever else
+ * runs on the machine.
  *
  * Every `sample` seconds it records the daemon's RSS, CPU-seconds, events written and exported
  * (from /metrics), and the sizes of the state files; at the end it stops writing, waits until
@@ -30,7 +35,7 @@ import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT, Rng, makeWorld, vizqlRecord } from '../bench/corpus.js';
 import { ReceiverProcess } from '../bench/receiver-process.js';
-import { freePort, exportedSoFar, exportedIn, mainHeapIn, metricsText, readVmRssKb, workerHeapsIn } from '../bench/daemon-probes.js';
+import { freePort, exportedSoFar, exportedIn, mainHeapIn, metricsText, readVmRssKb, sharedRegionsIn, workerHeapsIn } from '../bench/daemon-probes.js';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
@@ -42,6 +47,8 @@ const { values: flags } = parseArgs({
     'hour-seconds': { type: 'string', default: '60' },
     'lookback-hours': { type: 'string', default: '2' },
     sample: { type: 'string', default: '10' },
+    'burst-every': { type: 'string' },
+    'burst-events': { type: 'string', default: '60000' },
     'node-flags': { type: 'string', default: '' },
     json: { type: 'string' },
     keep: { type: 'boolean', default: false },
@@ -58,6 +65,8 @@ if (flags.help) {
       '  --hour-seconds    seconds of the clock per hour partition of the keys (default 60)\n' +
       '  --lookback-hours  the directory source\'s lookbackHours (default 2)\n' +
       '  --sample          seconds between samples (default 10)\n' +
+      '  --burst-every     a burst of --burst-events records at once at this interval (e.g. 5m; default none)\n' +
+      '  --burst-events    records in each burst, in objects of at most 5 000 (default 60000)\n' +
       '  --node-flags      node flags for the daemon, e.g. the image\'s: --node-flags=--no-concurrent-recompilation\n',
   );
   process.exit(0);
@@ -85,6 +94,9 @@ const OBJECT_S = seconds('object-seconds', flags['object-seconds']);
 const HOUR_S = seconds('hour-seconds', flags['hour-seconds']);
 const LOOKBACK_H = positiveInt('lookback-hours', flags['lookback-hours']);
 const SAMPLE_S = seconds('sample', flags.sample);
+const BURST_EVERY_S = flags['burst-every'] === undefined ? undefined : seconds('burst-every', flags['burst-every']);
+const BURST_EVENTS = positiveInt('burst-events', flags['burst-events']);
+const BURST_OBJECT_EVENTS = 5000;
 const NODE_FLAGS = flags['node-flags'].split(/\s+/).filter((f) => f.length > 0);
 
 const t0 = Date.now();
@@ -141,6 +153,8 @@ interface Sample {
   externalMb: number;
   /** The encode workers' V8 heaps in use, summed (-1 while /metrics has none). */
   workerHeapMb: number;
+  /** The encode pool's regions of shared buffers (input, output; -1 while /metrics has none). */
+  regions: { inputs: number; outputs: number };
   cpuSeconds: number;
   written: number;
   exported: number;
@@ -177,7 +191,7 @@ async function main(): Promise<number> {
       '',
     ].join('\n'),
   );
-  progress(`work dir ${work}; ${RATE} events/s for ${DURATION_S} s, an object every ${OBJECT_S} s, an hour partition every ${HOUR_S} s, lookbackHours ${LOOKBACK_H}${NODE_FLAGS.length > 0 ? `; node ${NODE_FLAGS.join(' ')}` : ''}`);
+  progress(`work dir ${work}; ${RATE} events/s for ${DURATION_S} s, an object every ${OBJECT_S} s, an hour partition every ${HOUR_S} s, lookbackHours ${LOOKBACK_H}${BURST_EVERY_S ? `; a burst of ${BURST_EVENTS} events every ${BURST_EVERY_S} s` : ''}${NODE_FLAGS.length > 0 ? `; node ${NODE_FLAGS.join(' ')}` : ''}`);
 
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('OTEL_')) delete env[k];
@@ -205,8 +219,9 @@ async function main(): Promise<number> {
   const perObject = Math.max(1, Math.round(RATE * OBJECT_S));
   let written = 0;
   let objects = 0;
+  let bursts = 0;
   const files: Array<{ file: string; hour: number }> = [];
-  const writeObject = async (): Promise<void> => {
+  const writeObject = async (count: number = perObject): Promise<void> => {
     const sim = simSecondsAt(Date.now());
     const hourStart = Math.floor(sim / 3600) * 3600;
     const d = new Date(hourStart * 1000);
@@ -214,12 +229,12 @@ async function main(): Promise<number> {
     const site = sites[objects % sites.length]!;
     const rel = `pod=soak/siteLuid=${site.luid}/y=${d.getUTCFullYear()}/m=${pad(d.getUTCMonth() + 1)}/d=${pad(d.getUTCDate())}/h=${pad(d.getUTCHours())}/eventType=vizql_http_request/activity-log-${String(objects).padStart(8, '0')}.txt`;
     const lines: string[] = [];
-    for (let i = 0; i < perObject; i++) lines.push(JSON.stringify(vizqlRecord(rng, site, Math.floor(sim) + Math.floor((i * OBJECT_S) / perObject), rng.int(0, 999_999_999))));
+    for (let i = 0; i < count; i++) lines.push(JSON.stringify(vizqlRecord(rng, site, Math.floor(sim) + Math.floor((i * OBJECT_S) / count), rng.int(0, 999_999_999))));
     const file = path.join(input, rel);
     await fsp.mkdir(path.dirname(file), { recursive: true });
     await fsp.writeFile(`${file}.tmp`, zlib.gzipSync(lines.join('\n') + '\n'));
     await fsp.rename(`${file}.tmp`, file);
-    written += perObject;
+    written += count;
     objects++;
     files.push({ file, hour: hourStart });
     // objects of partitions past the look-back (and one more) are done and forgotten: deleted
@@ -244,6 +259,7 @@ async function main(): Promise<number> {
       heapMb: heap.used / 1e6,
       externalMb: heap.external / 1e6,
       workerHeapMb: Math.max(-1, workerHeapsIn(metrics) / 1e6),
+      regions: sharedRegionsIn(metrics),
       cpuSeconds: cpuSeconds(pid),
       written,
       exported: exportedIn(metrics),
@@ -254,7 +270,7 @@ async function main(): Promise<number> {
     };
     samples.push(s);
     progress(
-      `RSS ${s.rssMb.toFixed(1)} MB (main heap ${s.heapMb.toFixed(1)}, external ${s.externalMb.toFixed(1)}, workers' heaps ${s.workerHeapMb.toFixed(1)}), CPU ${s.cpuSeconds.toFixed(1)} s, written ${s.written}, exported ${s.exported}, ` +
+      `RSS ${s.rssMb.toFixed(1)} MB (main heap ${s.heapMb.toFixed(1)}, external ${s.externalMb.toFixed(1)}, workers' heaps ${s.workerHeapMb.toFixed(1)}; shared regions ${s.regions.inputs}+${s.regions.outputs}), CPU ${s.cpuSeconds.toFixed(1)} s, written ${s.written}, exported ${s.exported}, ` +
         `state ${s.stateFiles} files / ${(s.stateBytes / 1024).toFixed(1)} KiB (checkpoints ${(s.checkpointBytes / 1024).toFixed(1)} KiB), input ${s.inputFiles} objects`,
     );
     return s;
@@ -273,18 +289,24 @@ async function main(): Promise<number> {
   const endAt = t0 + DURATION_S * 1000;
   let nextObject = Date.now();
   let nextSample = Date.now() + SAMPLE_S * 1000;
+  let nextBurst = BURST_EVERY_S === undefined ? Infinity : Date.now() + BURST_EVERY_S * 1000;
   while (Date.now() < endAt && exitCode === null && !stopping) {
     if (Date.now() >= nextObject) {
       await writeObject();
       nextObject += OBJECT_S * 1000;
     }
+    if (Date.now() >= nextBurst) {
+      for (let left = BURST_EVENTS; left > 0; left -= BURST_OBJECT_EVENTS) await writeObject(Math.min(left, BURST_OBJECT_EVENTS));
+      bursts++;
+      nextBurst += BURST_EVERY_S! * 1000;
+    }
     if (Date.now() >= nextSample) {
       await sample();
       nextSample += SAMPLE_S * 1000;
     }
-    await sleep(Math.max(10, Math.min(nextObject, nextSample, endAt) - Date.now()));
+    await sleep(Math.max(10, Math.min(nextObject, nextSample, nextBurst, endAt) - Date.now()));
   }
-  progress(`stopped writing: ${written} events in ${objects} objects; waiting for the daemon to export them`);
+  progress(`stopped writing: ${written} events in ${objects} objects${bursts > 0 ? ` (${bursts} bursts)` : ''}; waiting for the daemon to export them`);
   const drainUntil = Date.now() + 120_000;
   let last = await exportedSoFar(port);
   while (exitCode === null && last < written && Date.now() < drainUntil) {
@@ -309,7 +331,7 @@ async function main(): Promise<number> {
   const lastQ = avgOf(samples.slice(-quarter), 'rssMb');
   const out: string[] = [];
   out.push('');
-  out.push(`tableau-activity-otel soak — Node ${process.version}, ${os.availableParallelism()} cores, ${DURATION_S} s at ${RATE} events/s (${objects} objects of ${perObject}), lookbackHours ${LOOKBACK_H}, an hour partition every ${HOUR_S} s`);
+  out.push(`tableau-activity-otel soak — Node ${process.version}, ${os.availableParallelism()} cores, ${DURATION_S} s at ${RATE} events/s (${objects} objects of ${perObject}${bursts > 0 ? `, and ${bursts} bursts of ${BURST_EVENTS} events, one every ${BURST_EVERY_S} s` : ''}), lookbackHours ${LOOKBACK_H}, an hour partition every ${HOUR_S} s`);
   out.push('');
   out.push('     t s   RSS MB  heap MB  ext MB  workers MB   CPU s   written  exported  state KiB  checkpoints KiB  input objects');
   const every = Math.max(1, Math.ceil(samples.length / 40));
@@ -330,6 +352,8 @@ async function main(): Promise<number> {
       `external: first quarter ${avgOf(samples.slice(0, quarter), 'externalMb').toFixed(1)} MB, last quarter ${avgOf(samples.slice(-quarter), 'externalMb').toFixed(1)} MB; ` +
       `encode workers' heaps: first quarter ${avgOf(samples.slice(0, quarter), 'workerHeapMb').toFixed(1)} MB, last quarter ${avgOf(samples.slice(-quarter), 'workerHeapMb').toFixed(1)} MB`,
   );
+  const regionChanges = samples.slice(1).filter((s, i) => s.regions.inputs + s.regions.outputs !== samples[i]!.regions.inputs + samples[i]!.regions.outputs).length;
+  out.push(`shared buffer regions (input + output): at most ${Math.max(...samples.map((s) => s.regions.inputs))} + ${Math.max(...samples.map((s) => s.regions.outputs))}, changed between ${regionChanges} of ${Math.max(0, samples.length - 1)} pairs of samples`);
   out.push(`state: largest ${(maxState / 1024).toFixed(1)} KiB (checkpoints ${(maxCheckpoint / 1024).toFixed(1)} KiB), at the end ${(final.stateBytes / 1024).toFixed(1)} KiB`);
   out.push(`CPU: ${final.cpuSeconds.toFixed(1)} s for ${final.exported} events exported (${((1e6 * final.cpuSeconds) / Math.max(1, final.exported)).toFixed(1)} µs per event)`);
   const delivered = final.exported >= written;
@@ -340,7 +364,7 @@ async function main(): Promise<number> {
   if (flags.json) {
     await fsp.writeFile(
       flags.json,
-      JSON.stringify({ settings: { durationSeconds: DURATION_S, rate: RATE, objectSeconds: OBJECT_S, hourSeconds: HOUR_S, lookbackHours: LOOKBACK_H, nodeFlags: NODE_FLAGS }, written, objects, samples, summary: { firstQuarterRssMb: firstQ, lastQuarterRssMb: lastQ, maxRssMb: maxRss, slopeMbPerHour: slope * 3600, maxStateBytes: maxState, maxCheckpointBytes: maxCheckpoint } }, null, 2) + '\n',
+      JSON.stringify({ settings: { durationSeconds: DURATION_S, rate: RATE, objectSeconds: OBJECT_S, hourSeconds: HOUR_S, lookbackHours: LOOKBACK_H, burstEverySeconds: BURST_EVERY_S ?? null, burstEvents: BURST_EVERY_S ? BURST_EVENTS : 0, nodeFlags: NODE_FLAGS }, written, objects, bursts, samples, summary: { firstQuarterRssMb: firstQ, lastQuarterRssMb: lastQ, maxRssMb: maxRss, slopeMbPerHour: slope * 3600, maxStateBytes: maxState, maxCheckpointBytes: maxCheckpoint } }, null, 2) + '\n',
     );
   }
   if (flags.keep) progress(`kept ${work}`);

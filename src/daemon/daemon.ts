@@ -136,6 +136,7 @@ export class Daemon {
     this.options.metrics.dataLabels.setKnownEventTypes(plan.catalog.eventTypes.keys());
     this.pool = this.makePool(plan);
     this.options.metrics.watchEncodeWorkers(() => this.pool?.workerHeaps() ?? Promise.resolve([]));
+    this.options.metrics.watchSharedRegions(() => this.pool?.sharedRegions);
     this.markLoaded(false);
     if (this.isStopping) {
       // a stop signal came while the endpoints were starting: nothing to run

@@ -122,6 +122,9 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
   readonly encodeWorkerHeapUsed: Gauge<'worker'>;
   readonly encodeWorkerHeapSize: Gauge<'worker'>;
   readonly encodeWorkerExternalMemory: Gauge<'worker'>;
+  readonly encodeSharedRegions: Gauge<'kind'>;
+  /** The encode pool's regions of shared buffers now (the daemon's current pool); `undefined`: none. */
+  private sharedRegions: (() => { inputs: number; outputs: number } | undefined) | undefined;
   /** Asks the encode workers for their heaps (the daemon's current pool); one answer serves the three gauges of a scrape. */
   private workerHeaps: (() => Promise<WorkerHeaps>) | undefined;
   private workerHeapsAnswer: { atMs: number; answer: Promise<WorkerHeaps> } | undefined;
@@ -198,6 +201,20 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
     this.encodeWorkerHeapUsed = workerGauge('tao_encode_worker_heap_used_bytes', "An encode worker's V8 heap in use (by worker index)", (h) => h.usedBytes);
     this.encodeWorkerHeapSize = workerGauge('tao_encode_worker_heap_size_bytes', "An encode worker's V8 heap, the pages it has taken (by worker index)", (h) => h.totalBytes);
     this.encodeWorkerExternalMemory = workerGauge('tao_encode_worker_external_memory_bytes', "Memory outside an encode worker's V8 heap that V8 accounts to it, ArrayBuffers and the like (by worker index)", (h) => h.externalBytes);
+    const regions = (): { inputs: number; outputs: number } | undefined => this.sharedRegions?.();
+    this.encodeSharedRegions = new Gauge({
+      name: 'tao_encode_shared_buffer_regions',
+      help: "Regions of the encode pool's shared buffers alive, by kind (input, output): each 64 MiB of address space, resident only where written; the first of each kind stays, the others are made under load and dropped once unused for 60 s",
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        this.reset();
+        const r = regions();
+        if (!r) return;
+        this.set({ kind: 'input' }, r.inputs);
+        this.set({ kind: 'output' }, r.outputs);
+      },
+    });
     this.unknownAttributes = capped({ name: 'tao_unknown_attributes_total', help: 'Records carrying attributes their mapping file does not document', labelNames: ['tenant', 'event_type', 'attribute'], registers });
   }
 
@@ -214,6 +231,11 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
   watchEncodeWorkers(heaps: (() => Promise<WorkerHeaps>) | undefined): void {
     this.workerHeaps = heaps;
     this.workerHeapsAnswer = undefined;
+  }
+
+  /** Where the shared buffers' region counts come from (the daemon's current pool); `undefined`: none. */
+  watchSharedRegions(regions: (() => { inputs: number; outputs: number } | undefined) | undefined): void {
+    this.sharedRegions = regions;
   }
 
   private defaultsOn = false;
