@@ -58,7 +58,7 @@ const { values: flags } = parseArgs({
 });
 if (flags.help) {
   process.stdout.write(
-    'npm run soak -- [--duration 1h] [--rate EVENTS_PER_S] [--object-seconds S] [--hour-seconds S] [--lookback-hours H] [--sample S] [--node-flags "FLAGS"] [--json FILE] [--keep]\n' +
+    'npm run soak -- [--duration 1h] [--rate EVENTS_PER_S] [--object-seconds S] [--hour-seconds S] [--lookback-hours H] [--sample S] [--burst-every S --burst-events N] [--node-flags "FLAGS"] [--json FILE] [--keep]\n' +
       '  --duration        how long events are written (90s, 3m, 1h; default 1h)\n' +
       '  --rate            events per second (default 1000)\n' +
       '  --object-seconds  one object every this many seconds (default 10)\n' +
@@ -321,10 +321,15 @@ async function main(): Promise<number> {
   // ---- report ------------------------------------------------------------------------------
   const warm = samples.filter((s) => s.t >= Math.min(60, DURATION_S / 5));
   const fit = warm.length >= 2 ? warm : samples;
-  const n = fit.length;
-  const mt = fit.reduce((a, s) => a + s.t, 0) / n;
-  const mr = fit.reduce((a, s) => a + s.rssMb, 0) / n;
-  const slope = n >= 2 ? fit.reduce((a, s) => a + (s.t - mt) * (s.rssMb - mr), 0) / Math.max(1e-9, fit.reduce((a, s) => a + (s.t - mt) ** 2, 0)) : 0;
+  const slopeOf = (xs: Sample[]): number => {
+    if (xs.length < 2) return 0;
+    const xt = xs.reduce((a, s) => a + s.t, 0) / xs.length;
+    const xr = xs.reduce((a, s) => a + s.rssMb, 0) / xs.length;
+    return xs.reduce((a, s) => a + (s.t - xt) * (s.rssMb - xr), 0) / Math.max(1e-9, xs.reduce((a, s) => a + (s.t - xt) ** 2, 0));
+  };
+  const slope = slopeOf(fit);
+  // the second half apart: a curve that levels off after a warm-up shows it here
+  const secondHalfSlope = slopeOf(samples.filter((s) => s.t >= DURATION_S / 2));
   const quarter = Math.max(1, Math.floor(samples.length / 4));
   const avgOf = (xs: Sample[], k: 'rssMb' | 'heapMb' | 'externalMb' | 'workerHeapMb'): number => xs.reduce((a, s) => a + s[k], 0) / Math.max(1, xs.length);
   const firstQ = avgOf(samples.slice(0, quarter), 'rssMb');
@@ -346,7 +351,7 @@ async function main(): Promise<number> {
   const maxState = Math.max(...samples.map((s) => s.stateBytes));
   const maxCheckpoint = Math.max(...samples.map((s) => s.checkpointBytes));
   out.push('');
-  out.push(`RSS: first quarter ${firstQ.toFixed(1)} MB, last quarter ${lastQ.toFixed(1)} MB, max ${maxRss.toFixed(1)} MB; slope after the warm-up ${(slope * 3600).toFixed(1)} MB/h`);
+  out.push(`RSS: first quarter ${firstQ.toFixed(1)} MB, last quarter ${lastQ.toFixed(1)} MB, max ${maxRss.toFixed(1)} MB; slope after the warm-up ${(slope * 3600).toFixed(1)} MB/h, over the second half ${(secondHalfSlope * 3600).toFixed(1)} MB/h`);
   out.push(
     `main thread's heap: first quarter ${avgOf(samples.slice(0, quarter), 'heapMb').toFixed(1)} MB, last quarter ${avgOf(samples.slice(-quarter), 'heapMb').toFixed(1)} MB; ` +
       `external: first quarter ${avgOf(samples.slice(0, quarter), 'externalMb').toFixed(1)} MB, last quarter ${avgOf(samples.slice(-quarter), 'externalMb').toFixed(1)} MB; ` +
@@ -364,7 +369,7 @@ async function main(): Promise<number> {
   if (flags.json) {
     await fsp.writeFile(
       flags.json,
-      JSON.stringify({ settings: { durationSeconds: DURATION_S, rate: RATE, objectSeconds: OBJECT_S, hourSeconds: HOUR_S, lookbackHours: LOOKBACK_H, burstEverySeconds: BURST_EVERY_S ?? null, burstEvents: BURST_EVERY_S ? BURST_EVENTS : 0, nodeFlags: NODE_FLAGS }, written, objects, bursts, samples, summary: { firstQuarterRssMb: firstQ, lastQuarterRssMb: lastQ, maxRssMb: maxRss, slopeMbPerHour: slope * 3600, maxStateBytes: maxState, maxCheckpointBytes: maxCheckpoint } }, null, 2) + '\n',
+      JSON.stringify({ settings: { durationSeconds: DURATION_S, rate: RATE, objectSeconds: OBJECT_S, hourSeconds: HOUR_S, lookbackHours: LOOKBACK_H, burstEverySeconds: BURST_EVERY_S ?? null, burstEvents: BURST_EVERY_S ? BURST_EVENTS : 0, nodeFlags: NODE_FLAGS }, written, objects, bursts, samples, summary: { firstQuarterRssMb: firstQ, lastQuarterRssMb: lastQ, maxRssMb: maxRss, slopeMbPerHour: slope * 3600, secondHalfSlopeMbPerHour: secondHalfSlope * 3600, maxStateBytes: maxState, maxCheckpointBytes: maxCheckpoint } }, null, 2) + '\n',
     );
   }
   if (flags.keep) progress(`kept ${work}`);
