@@ -280,7 +280,7 @@ describe('tenant state lock', () => {
       const start = processIdentity(pid)!.split('/')[1];
       const { dir } = lockAt({ pid, process: `00000000-0000-0000-0000-000000000000/${start}` });
       const { lock, lines } = acquireLogged(dir);
-      expect(lines.find((l) => l.msg?.toString().startsWith('took over a stale lock'))?.reason).toBe(`process ${pid} ran before the host restarted; the pid is another process's now`);
+      expect(lines.find((l) => l.msg?.toString().startsWith('took over a stale lock'))?.reason).toBe(`process ${pid} ran under another boot (the host restarted, or another machine of the same name on a shared volume); the pid is another process's now`);
       lock.release();
     });
 

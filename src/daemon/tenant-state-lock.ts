@@ -226,7 +226,7 @@ function staleReason(holder: LockHolder | undefined): string | undefined {
   if (now === holder.process) return undefined;
   const [bootThen] = holder.process.split('/');
   const [bootNow] = now.split('/');
-  return bootThen !== bootNow ? `process ${holder.pid} ran before the host restarted; the pid is another process's now` : `process ${holder.pid} is gone; the pid is another process's now`;
+  return bootThen !== bootNow ? `process ${holder.pid} ran under another boot (the host restarted, or another machine of the same name on a shared volume); the pid is another process's now` : `process ${holder.pid} is gone; the pid is another process's now`;
 }
 
 const BOOT_ID_FILE = '/proc/sys/kernel/random/boot_id';
