@@ -73,7 +73,11 @@ export const kill9: Scenario = {
     if (corrupt > 0) extra.push(`checkpoints.json unparseable after ${corrupt} kills`);
 
     const final = await ctx.run(['run', '--once', '--config', config]);
-    if (final.code !== 0) extra.push(`final run exited ${final.code}`);
+    if (final.code !== 0) {
+      // the run's own words (exit 2: the state lock, naming its holder), not only its code
+      const said = final.stderr.trim().split('\n').at(-1)?.slice(0, 400) ?? '';
+      extra.push(`final run exited ${final.code}${said ? `: ${said}` : ''}`);
+    }
 
     const records = receiver.records();
     const uids = new Map<unknown, Set<unknown>>();
