@@ -284,6 +284,28 @@ describe('tenant state lock', () => {
       lock.release();
     });
 
+    it('a holder that has exited but was not reaped (a zombie: kill(pid, 0) still answers) is stale', async () => {
+      // `sleep 0` exits at once; its parent became `sleep 60`, which never reaps it
+      const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      sleepers.push(parent);
+      const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
+      const state = (): string | undefined => {
+        try {
+          const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+          return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+        } catch {
+          return undefined;
+        }
+      };
+      await waitFor('the child to be a zombie', () => state() === 'Z' || undefined, 10_000, 20);
+      expect(() => process.kill(pid, 0)).not.toThrow(); // what a pid check alone sees: a live process
+      const { dir, file } = lockAt({ pid, process: processIdentity(pid) });
+      const { lock, lines } = acquireLogged(dir);
+      expect(JSON.parse(readFileSync(file, 'utf8')).token).toBe(lock.holder.token);
+      expect(lines.find((l) => l.msg?.toString().startsWith('took over a stale lock'))?.reason).toBe(`process ${pid} has exited (its parent has not reaped it yet)`);
+      lock.release();
+    });
+
     it('the holder itself still running (its identity matches) is refused, and so is a live pid in a lock without an identity', async () => {
       const pid = await otherProcess();
       const same = lockAt({ pid, process: processIdentity(pid) });

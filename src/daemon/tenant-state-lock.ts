@@ -9,6 +9,7 @@
  *   runs but is another process: on Linux the lock also holds the holder's identity (the boot's id
  *   and the process's start time from `/proc`), since pids wrap (at 32 768 by default) and a reboot
  *   starts them again, so a crashed daemon's pid may belong to anything by the time it restarts.
+ *   A holder that has exited but was not reaped yet (a zombie) is stale as well.
  * - A lock held by a running process, or by another host (a shared volume: its pid cannot be
  *   checked from here), is refused with a {@link StateLockedError} that names the holder and the file.
  * - Released when the daemon stops (SIGTERM, the end of `run --once`) and, as a last resort, at
@@ -220,24 +221,24 @@ function staleReason(holder: LockHolder | undefined): string | undefined {
   // (a container restarted after kill -9 runs as pid 1 again)
   if (holder.pid === process.pid) return [...held].some((l) => l.holder.token === holder.token) ? undefined : `process ${holder.pid} is this process, started again`;
   if (!isRunning(holder.pid)) return `process ${holder.pid} is not running`;
+  const now = procEntry(holder.pid);
+  // a zombie answers kill(pid, 0) but holds nothing: it has exited, its parent has not reaped it
+  if (now?.exited) return `process ${holder.pid} has exited (its parent has not reaped it yet)`;
   if (holder.process === undefined) return undefined; // a lock without the identity (not Linux): the pid is all there is
-  const now = processIdentity(holder.pid);
   if (now === undefined) return undefined; // cannot tell (no /proc here, or it just exited): assume it runs
-  if (now === holder.process) return undefined;
+  if (now.identity === holder.process) return undefined;
   const [bootThen] = holder.process.split('/');
-  const [bootNow] = now.split('/');
-  return bootThen !== bootNow ? `process ${holder.pid} ran under another boot (the host restarted, or another machine of the same name on a shared volume); the pid is another process's now` : `process ${holder.pid} is gone; the pid is another process's now`;
+  const [bootNow] = now.identity.split('/');
+  return bootThen !== bootNow
+    ? `process ${holder.pid} ran under another boot (the host restarted, or another machine of the same name on a shared volume); the pid is another process's now`
+    : `process ${holder.pid} is gone; the pid is another process's now`;
 }
 
 const BOOT_ID_FILE = '/proc/sys/kernel/random/boot_id';
 let bootId: string | null | undefined;
 
-/**
- * Who a pid is, beyond the number: `<boot id>/<start time>`, the kernel's id of this boot and the
- * process's start time in clock ticks after it (field 22 of `/proc/<pid>/stat`). Two processes
- * with one pid never share both. Undefined where `/proc` cannot tell (not Linux, the process gone).
- */
-export function processIdentity(pid: number): string | undefined {
+/** What `/proc` says of a pid: its identity (see {@link processIdentity}), and whether it has exited (a zombie). */
+function procEntry(pid: number): { identity: string; exited: boolean } | undefined {
   if (bootId === undefined) {
     try {
       bootId = readFileSync(BOOT_ID_FILE, 'utf8').trim() || null;
@@ -254,8 +255,18 @@ export function processIdentity(pid: number): string | undefined {
   }
   // "pid (comm) state ppid …": comm may hold spaces and parentheses, so count from the last ')'
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const startTime = fields[19]; // field 22 of the line; fields[0] is field 3
-  return startTime !== undefined && /^\d+$/.test(startTime) ? `${bootId}/${startTime}` : undefined;
+  const startTime = fields[19]; // field 22 of the line; fields[0] is field 3, the state
+  if (startTime === undefined || !/^\d+$/.test(startTime)) return undefined;
+  return { identity: `${bootId}/${startTime}`, exited: fields[0] === 'Z' || fields[0] === 'X' };
+}
+
+/**
+ * Who a pid is, beyond the number: `<boot id>/<start time>`, the kernel's id of this boot and the
+ * process's start time in clock ticks after it (field 22 of `/proc/<pid>/stat`). Two processes
+ * with one pid never share both. Undefined where `/proc` cannot tell (not Linux, the process gone).
+ */
+export function processIdentity(pid: number): string | undefined {
+  return procEntry(pid)?.identity;
 }
 
 function isRunning(pid: number): boolean {
