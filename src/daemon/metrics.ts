@@ -13,7 +13,7 @@
  */
 import type { EnrichmentMetrics, PipelineMetrics } from '../core/metrics.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type LabelValues } from 'prom-client';
-import type { WorkerHeap, WorkerHeaps } from '../pipeline/encode-messages.js';
+import type { SharedRegionCounts, WorkerHeap, WorkerHeaps } from '../pipeline/encode-messages.js';
 import { PROM_CLIENT_EVENT_LOOP_SAMPLE_MS, replaceEventLoopDelayMetrics } from './event-loop-delay-metrics.js';
 
 /** Labels whose values come from the data. */
@@ -124,7 +124,7 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
   readonly encodeWorkerExternalMemory: Gauge<'worker'>;
   readonly encodeSharedRegions: Gauge<'kind'>;
   /** The encode pool's regions of shared buffers now (the daemon's current pool); `undefined`: none. */
-  private sharedRegions: (() => { inputs: number; outputs: number } | undefined) | undefined;
+  private sharedRegions: (() => SharedRegionCounts | undefined) | undefined;
   /** Asks the encode workers for their heaps (the daemon's current pool); one answer serves the three gauges of a scrape. */
   private workerHeaps: (() => Promise<WorkerHeaps>) | undefined;
   private workerHeapsAnswer: { atMs: number; answer: Promise<WorkerHeaps> } | undefined;
@@ -201,7 +201,7 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
     this.encodeWorkerHeapUsed = workerGauge('tao_encode_worker_heap_used_bytes', "An encode worker's V8 heap in use (by worker index)", (h) => h.usedBytes);
     this.encodeWorkerHeapSize = workerGauge('tao_encode_worker_heap_size_bytes', "An encode worker's V8 heap, the pages it has taken (by worker index)", (h) => h.totalBytes);
     this.encodeWorkerExternalMemory = workerGauge('tao_encode_worker_external_memory_bytes', "Memory outside an encode worker's V8 heap that V8 accounts to it, ArrayBuffers and the like (by worker index)", (h) => h.externalBytes);
-    const regions = (): { inputs: number; outputs: number } | undefined => this.sharedRegions?.();
+    const regions = (): SharedRegionCounts | undefined => this.sharedRegions?.();
     this.encodeSharedRegions = new Gauge({
       name: 'tao_encode_shared_buffer_regions',
       help: "Regions of the encode pool's shared buffers alive, by kind (input, output): each 64 MiB of address space, resident only where written; the first of each kind stays, the others are made under load and dropped once unused for 60 s",
@@ -234,7 +234,7 @@ export class DaemonMetrics implements PipelineMetrics, EnrichmentMetrics {
   }
 
   /** Where the shared buffers' region counts come from (the daemon's current pool); `undefined`: none. */
-  watchSharedRegions(regions: (() => { inputs: number; outputs: number } | undefined) | undefined): void {
+  watchSharedRegions(regions: (() => SharedRegionCounts | undefined) | undefined): void {
     this.sharedRegions = regions;
   }
 

@@ -72,6 +72,12 @@ export interface WorkerHeap {
 /** The workers' heaps as the pool reads them, by worker index (a worker that did not answer is left out). */
 export type WorkerHeaps = Array<{ worker: number; heap: WorkerHeap }>;
 
+/** Regions of the pool's shared buffers alive now, by kind (worker-pool.ts `sharedRegions`). */
+export interface SharedRegionCounts {
+  inputs: number;
+  outputs: number;
+}
+
 export interface HeapReply {
   kind: 'heap';
   id: number;

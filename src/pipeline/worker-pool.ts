@@ -17,7 +17,7 @@ import { copiedOut, dropSpareReadBuffers } from '../core/buffer-release.js';
  * the same (docs/performance.md); smaller gave no more.
  */
 const MINOR_COLLECTION_BYTES = 4 << 20;
-import type { BuffersMessage, DropBuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, TaskMessage, WorkerHeap, WorkerHeaps } from './encode-messages.js';
+import type { BuffersMessage, DropBuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, SharedRegionCounts, TaskMessage, WorkerHeap, WorkerHeaps } from './encode-messages.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
 import { buildReferenceTable } from '../mapping/reference-table-builder.js';
 
@@ -464,7 +464,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   }
 
   /** Regions of shared buffers alive now (input, output). */
-  get sharedRegions(): { inputs: number; outputs: number } {
+  get sharedRegions(): SharedRegionCounts {
     return { inputs: this.inputs.regionCount, outputs: this.outputs.regionCount };
   }
 
