@@ -9,15 +9,20 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const TSX = path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+const BUNDLE = path.join(ROOT, 'dist', 'bench', 'wasm-hot-path.mjs');
 const work = mkdtempSync(path.join(os.tmpdir(), 'tao-wasm-test-'));
+// bundled as `npm run bench:wasm` bundles it, and run with plain node
+beforeAll(async () => {
+  await build({ entryPoints: [path.join(ROOT, 'scripts', 'bench', 'wasm-hot-path', 'run.ts')], bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning', outfile: BUNDLE });
+});
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function run(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [TSX, path.join(ROOT, 'scripts', 'bench', 'wasm-hot-path', 'run.ts'), ...args], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [BUNDLE, ...args], { encoding: 'utf8', timeout: 120_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

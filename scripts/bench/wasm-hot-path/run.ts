@@ -4,6 +4,9 @@
  *
  *   npm run bench:wasm -- [--corpus DIR] [--events 200000] [--reps 5] [--json FILE]
  *
+ * `npm run bench:wasm` bundles this file with esbuild (dist/bench/) and runs it with plain node,
+ * as bench:enrichment does: under tsx the code measured (dist/) would be tsx's transform of it.
+ *
  * In one process, on the same lines (the bench corpus, its gzip objects gunzipped in memory):
  *   ours         the encode worker's whole work: ChunkProcessor.process, OTLP protobuf, into a
  *                shared output buffer as the pool lends one
@@ -16,18 +19,24 @@
  * not, kinds, ranges, names) on every line and on lines made to fall back, and that both "least"
  * encoders write the same bytes; any difference fails the run (exit 1).
  */
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { generateCorpus } from '../corpus.js';
 import { corpusFiles } from '../corpus-files.mjs';
 import type { ChunkTask } from '../../../src/pipeline/chunk-processor.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const DIST = path.resolve(HERE, '..', '..', '..', 'dist');
+/** The repository: this file is in scripts/bench/wasm-hot-path/, or bundled into dist/bench/. */
+let ROOT = path.dirname(fileURLToPath(import.meta.url));
+while (!existsSync(path.join(ROOT, 'package.json'))) {
+  if (path.dirname(ROOT) === ROOT) throw new Error(`not within the repository: ${fileURLToPath(import.meta.url)}`);
+  ROOT = path.dirname(ROOT);
+}
+const HERE = path.join(ROOT, 'scripts', 'bench', 'wasm-hot-path');
+const DIST = path.join(ROOT, 'dist');
 const { FlatJsonLine } = (await import(path.join(DIST, 'decoding', 'flat-json-line.js'))) as typeof import('../../../src/decoding/flat-json-line.js');
 const { ProtoWriter, keyFieldOf, T_SL_LOG_RECORDS, T_LR_ATTRIBUTES } = (await import(path.join(DIST, 'export', 'otlp-protobuf', 'writer.js'))) as typeof import('../../../src/export/otlp-protobuf/writer.js');
 const { ChunkProcessor } = (await import(path.join(DIST, 'pipeline', 'chunk-processor.js'))) as typeof import('../../../src/pipeline/chunk-processor.js');
@@ -52,7 +61,9 @@ let corpusDir = args.corpus;
 if (!corpusDir) {
   tempDir = mkdtempSync(path.join(os.tmpdir(), 'tao-wasm-'));
   corpusDir = path.join(tempDir, 'corpus');
-  await generateCorpus({ dir: corpusDir, events: Number(args.events) });
+  // corpus.ts in a process of its own (imported into this bundle, its command line would run too)
+  const made = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(ROOT, 'scripts', 'bench', 'corpus.ts'), '--out', tempDir, '--events', String(Number(args.events))], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  if (made.status !== 0) throw new Error(`corpus.ts exited with ${made.status ?? made.signal}: ${made.stderr}`);
 }
 const keys = corpusFiles(corpusDir);
 const objects = keys.map((file) => {
