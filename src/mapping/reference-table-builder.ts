@@ -40,6 +40,16 @@ function growable(length: number, maxByteLength: number): GrowableSharedArrayBuf
   return new Ctor(length, { maxByteLength });
 }
 
+/**
+ * A Buffer of the growable buffer's bytes as they are now (made again after each grow). Not
+ * `Buffer.from(buffer)`, whose view tracks the length: on Node 24 each byte written or read
+ * through such a view costs several times what it costs through a view of a fixed length
+ * (writing 200 000 users' strings: 0.75 s against 0.2 s).
+ */
+function fixedView(b: GrowableSharedArrayBuffer): Buffer {
+  return Buffer.from(b, 0, b.byteLength);
+}
+
 function asGrowable(b: SharedArrayBuffer): GrowableSharedArrayBuffer | undefined {
   return (b as Partial<GrowableSharedArrayBuffer>).growable === true ? (b as GrowableSharedArrayBuffer) : undefined;
 }
@@ -329,7 +339,7 @@ export class UserSectionBuilder {
     reserve = RESERVE,
   ) {
     this.buffer = growable(GROW_STEP, Math.max(GROW_STEP, reserve));
-    this.buf = Buffer.from(this.buffer);
+    this.buf = fixedView(this.buffer);
   }
 
   get size(): number {
@@ -447,7 +457,7 @@ export class UserSectionBuilder {
       new Uint8Array(next).set(new Uint8Array(this.buffer, 0, this.at));
       this.buffer = next;
     }
-    this.buf = Buffer.from(this.buffer);
+    this.buf = fixedView(this.buffer);
     this.reader = undefined;
   }
 
@@ -479,7 +489,7 @@ export class UserSectionBuilder {
       at += end - from;
     }
     this.buffer = next;
-    this.buf = Buffer.from(next);
+    this.buf = fixedView(next);
     this.reader = undefined;
     this.at = at;
     this.dead = 0;

@@ -134,7 +134,10 @@ export class ReferenceTable {
   constructor(readonly buffer: SharedArrayBuffer) {
     const header = new Int32Array(buffer, 0, HEADER_WORDS);
     if (header[H_MAGIC] !== MAGIC || header[H_VERSION] !== VERSION) throw new Error('not a reference table (or of another version)');
-    this.bytes = Buffer.from(buffer);
+    // a view of the buffer's length now, not one that tracks it: the buffer may be growable (a
+    // builder's, where the first table is made), and on Node 24 every access through a
+    // length-tracking view of a growable SharedArrayBuffer is several times slower
+    this.bytes = Buffer.from(buffer, 0, buffer.byteLength);
     this.users = header[H_USERS]!;
     this.userSlots = new Int32Array(buffer, header[H_USER_SLOTS_AT]!, header[H_USER_SLOTS]! * 2);
     this.sites = header[H_SITES]!;
