@@ -107,7 +107,6 @@ class TableUser implements FoundUser {
   }
 }
 
-/** A reader of a table (one per thread): lookups by LUID, decoded entries cached. */
 /**
  * A Buffer of a table's bytes as they are now. Not `Buffer.from(buffer)`: when the buffer is
  * growable (a builder's, where the first table is made), that view follows its length, and on
@@ -119,6 +118,7 @@ export function fixedView(buffer: SharedArrayBuffer): Buffer {
   return Buffer.from(buffer, 0, buffer.byteLength);
 }
 
+/** A reader of a table (one per thread): lookups by LUID, decoded entries cached. */
 export class ReferenceTable {
   private readonly bytes: Buffer;
   private readonly users: number;
