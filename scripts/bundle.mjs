@@ -57,11 +57,14 @@ const zodEnglishOnly = {
  *
  * Each built-in imported becomes one small ES module: `require('node:...')` as its default
  * export, and each of the built-in's plain (data) properties, as this Node has them at build
- * time, as a named export. Getters are left out, so nothing runs them; an import of one of those
- * names fails the build (esbuild: "No matching export"), and that import site then takes the
- * default export and reads the property when it needs it. (esbuild's CommonJS interop would do
- * too, but copies every property into a getter for each importing file: 0.6 MB more heap in an
- * encode worker.)
+ * time, as a named export. Each is read in a call marked pure, so esbuild drops the ones no file
+ * imports: what is a data property on the Node that builds can be a getter on the Node that runs
+ * (Node 24 made `fs.F_OK` and its kin getters that print a deprecation warning; a bundle built on
+ * Node 20 that read them all printed it at every start on Node 24). Getters at build time are
+ * left out, so nothing runs them; an import of one of those names fails the build (esbuild: "No
+ * matching export"), and that import site then takes the default export and reads the property
+ * when it needs it. (esbuild's CommonJS interop would do too, but copies every property into a
+ * getter for each importing file: 0.6 MB more heap in an encode worker.)
  */
 const requireForBuild = createRequire(import.meta.url);
 const builtinsThroughRequire = {
@@ -75,7 +78,7 @@ const builtinsThroughRequire = {
     b.onLoad({ filter: /.*/, namespace: 'builtin-via-require' }, (args) => {
       const descriptors = Object.getOwnPropertyDescriptors(requireForBuild(args.path));
       const names = Object.keys(descriptors).filter((k) => 'value' in descriptors[k] && /^[A-Za-z_$][\w$]*$/.test(k) && k !== 'default');
-      const lines = [`const m = require(${JSON.stringify(args.path)});`, 'export default m;', ...names.map((k) => `export const ${k} = m.${k};`)];
+      const lines = [`const m = require(${JSON.stringify(args.path)});`, 'export default m;', ...names.map((k) => `export const ${k} = /* @__PURE__ */ (() => m.${k})();`)];
       return { contents: lines.join('\n'), loader: 'js' };
     });
   },

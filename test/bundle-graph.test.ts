@@ -86,6 +86,46 @@ describe('the bundle', () => {
     expect(files.some(({ text }) => text.includes('require("node:http")'))).toBe(true);
   });
 
+  it('reads from a built-in, at load, only the properties the bundle uses (a data property when built can be a deprecated getter where it runs)', () => {
+    // Node 24 made fs.F_OK and its kin getters that print DEP0176: a bundle built on Node 20 that
+    // read every data property of node:fs at load printed that warning at each start on Node 24
+    const unused: string[] = [];
+    let read = 0;
+    for (const f of readdirSync(BUNDLE).filter((x) => x.endsWith('.js'))) {
+      const text = readFileSync(join(BUNDLE, f), 'utf8');
+      for (const section of text.split('// builtin-via-require:').slice(1)) {
+        const builtin = section.slice(0, section.indexOf('\n'));
+        const end = section.search(/^\/\/ /m); // the next module's start
+        for (const m of (end < 0 ? section : section.slice(0, end)).matchAll(/^var ([\w$]+) = (?:\/\* @__PURE__ \*\/ \(\(\) => )?m\d*\.([\w$]+)(?:\)\(\))?;$/gm)) {
+          read++;
+          const uses = text.match(new RegExp(`(?<![\\w$.])${m[1]!.replace(/\$/g, '\\$')}(?![\\w$])`, 'g'))!.length;
+          if (uses < 2) unused.push(`${f}: ${builtin}.${m[2]}`);
+        }
+      }
+    }
+    expect(unused).toEqual([]);
+    // (and the walk finds such reads: the bundle does take named exports of built-ins)
+    expect(read).toBeGreaterThan(10);
+  });
+
+  it('starts, reads and sends without a deprecation warning from Node on this runtime (--throw-deprecation)', async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const work = tempDir('tao-deprecation-');
+      const tree = writeFixtureTree(join(work, 'logs'), 2, 20);
+      const config = writeDirectoryTenantConfig(work, [{ type: 'otlp', endpoint: receiver.url }]);
+      const run = await promisify(execFile)(process.execPath, ['--throw-deprecation', join(REPO_ROOT, 'dist', 'cli.js'), 'run', '--once', '--config', config], {
+        cwd: REPO_ROOT,
+        timeout: 120_000,
+        env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: 'warn' },
+      });
+      expect(receiver.records().length).toBe(tree.records.length);
+      expect(`${run.stdout}${run.stderr}`).not.toMatch(/Deprecat|DEP0/);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it("sends OTLP without loading Node's own undici (node:http's getters load it when an ES module imports node:http, on Node 24)", async () => {
     const receiver = await startOtlpReceiver();
     try {
