@@ -494,6 +494,20 @@ describe('prebuilt catalog (catalog-snapshot.ts)', () => {
       for (const [name, attr] of Object.entries(own.attributes)) expect(own.allAttributes.get(name)).toBe(attr);
       const distinct = new Set([...fromSnapshot!.eventTypes.values()].flatMap((e) => [...e.allAttributes.values()]));
       expect(distinct.size).toBeLessThan(1000);
+      // the file holds each distinct attribute once, the types refer to them by index
+      const written = JSON.parse(readFileSync(file, 'utf8')) as { attributes: unknown[]; eventTypes: Array<{ eventType: string; allAttributes: Array<[string, number]> }> };
+      expect(written.attributes.length).toBe(distinct.size);
+      expect(new Set(written.attributes.map((a) => JSON.stringify(a))).size).toBe(written.attributes.length);
+      expect(written.eventTypes.find((e) => e.eventType === 'hist_access_view')!.allAttributes.find(([k]) => k === 'eventOutcome')![1]).toBe(written.eventTypes.find((e) => e.eventType === 'hist_publish_workbook')!.allAttributes.find(([k]) => k === 'eventOutcome')![1]);
+
+      // a snapshot that refers to an attribute it does not hold, or of another version, is not used
+      const broken = path.join(work, 'broken.json');
+      const damaged = JSON.parse(readFileSync(file, 'utf8')) as { attributes: unknown[]; eventTypes: Array<{ allAttributes: Array<[string, number]> }> };
+      damaged.eventTypes[5]!.allAttributes[0]![1] = damaged.attributes.length;
+      writeFileSync(broken, JSON.stringify(damaged));
+      expect(readCatalogSnapshot(bundledMappingsDir(), broken)).toBeUndefined();
+      writeFileSync(broken, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), version: 1 }));
+      expect(readCatalogSnapshot(bundledMappingsDir(), broken)).toBeUndefined();
 
       // a copy with one body edited: the snapshot no longer applies, and loading reads the edit
       const copy = path.join(tempDir(), 'mappings');
