@@ -36,9 +36,9 @@ interface Snapshot {
    * Each distinct attribute once. Loaded from the YAML files, a family's common attributes are
    * the same objects in every event type (6 911 attributes, 648 distinct); stored once here and
    * referred to by index, they are the same objects again when read back, without a copy of each
-   * per type to parse and then match up (the snapshot 1.5 MB → 0.3 MB; the main thread reads it
-   * at every start, and each encode worker gets the catalog by structured clone, which keeps
-   * shared objects shared).
+   * per type to parse and then match up (the snapshot went from 1.5 to 0.4 MB; the main thread
+   * reads it at every start, and each encode worker gets the catalog by structured clone, which
+   * keeps shared objects shared).
    */
   attributes: CatalogAttribute[];
   eventTypes: SnapshotEntry[];
