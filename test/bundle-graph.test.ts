@@ -39,6 +39,28 @@ function packagesIn(files: string[]): Set<string> {
   return found;
 }
 
+/**
+ * `run --once` of the built CLI (dist/cli.js) on 2 fixture objects of `perObject` records each,
+ * sending OTLP to a receiver of the test; `nodeArgs` gives node's own flags (it may write files
+ * in the run's folder first).
+ */
+async function runOnceSendingOtlp(prefix: string, perObject: number, nodeArgs: (work: string) => string[], env: Record<string, string> = {}): Promise<{ written: number; received: number; output: string }> {
+  const receiver = await startOtlpReceiver();
+  try {
+    const work = tempDir(prefix);
+    const tree = writeFixtureTree(join(work, 'logs'), 2, perObject);
+    const config = writeDirectoryTenantConfig(work, [{ type: 'otlp', endpoint: receiver.url }]);
+    const run = await promisify(execFile)(process.execPath, [...nodeArgs(work), join(REPO_ROOT, 'dist', 'cli.js'), 'run', '--once', '--config', config], {
+      cwd: REPO_ROOT,
+      timeout: 120_000,
+      env: { ...process.env, NODE_OPTIONS: '', ...env },
+    });
+    return { written: tree.records.length, received: receiver.records().length, output: `${run.stdout}${run.stderr}` };
+  } finally {
+    await receiver.close();
+  }
+}
+
 describe('the bundle', () => {
   it('is built', () => {
     expect(existsSync(join(BUNDLE, 'encode-worker.js'))).toBe(true);
@@ -109,44 +131,23 @@ describe('the bundle', () => {
   });
 
   it('starts, reads and sends without a deprecation warning from Node on this runtime (--throw-deprecation)', async () => {
-    const receiver = await startOtlpReceiver();
-    try {
-      const work = tempDir('tao-deprecation-');
-      const tree = writeFixtureTree(join(work, 'logs'), 2, 20);
-      const config = writeDirectoryTenantConfig(work, [{ type: 'otlp', endpoint: receiver.url }]);
-      const run = await promisify(execFile)(process.execPath, ['--throw-deprecation', join(REPO_ROOT, 'dist', 'cli.js'), 'run', '--once', '--config', config], {
-        cwd: REPO_ROOT,
-        timeout: 120_000,
-        env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: 'warn' },
-      });
-      expect(receiver.records().length).toBe(tree.records.length);
-      expect(`${run.stdout}${run.stderr}`).not.toMatch(/Deprecat|DEP0/);
-    } finally {
-      await receiver.close();
-    }
+    const run = await runOnceSendingOtlp('tao-deprecation-', 20, () => ['--throw-deprecation'], { LOG_LEVEL: 'warn' });
+    expect(run.received).toBe(run.written);
+    expect(run.output).not.toMatch(/Deprecat|DEP0/);
   });
 
   it("sends OTLP without loading Node's own undici (node:http's getters load it when an ES module imports node:http, on Node 24)", async () => {
-    const receiver = await startOtlpReceiver();
-    try {
-      const work = tempDir('tao-facade-');
-      const tree = writeFixtureTree(join(work, 'logs'), 2, 50);
-      const config = writeDirectoryTenantConfig(work, [{ type: 'otlp', endpoint: receiver.url }]);
-      // the main thread's list of the modules Node loaded, written as it exits
+    // the main thread's list of the modules Node loaded, written as it exits
+    let listFile = '';
+    const run = await runOnceSendingOtlp('tao-facade-', 50, (work) => {
       const preload = join(work, 'loaded-modules.cjs');
-      const listFile = join(work, 'loaded-modules.txt');
+      listFile = join(work, 'loaded-modules.txt');
       writeFileSync(preload, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(listFile)}, process.moduleLoadList.join('\\n')));\n`);
-      await promisify(execFile)(process.execPath, ['--require', preload, join(REPO_ROOT, 'dist', 'cli.js'), 'run', '--once', '--config', config], {
-        cwd: REPO_ROOT,
-        timeout: 120_000,
-        env: { ...process.env, NODE_OPTIONS: '' },
-      });
-      expect(receiver.records().length).toBe(tree.records.length);
-      const loaded = readFileSync(listFile, 'utf8').split('\n');
-      expect(loaded).toContain('NativeModule http');
-      expect(loaded.filter((m) => m.includes('undici'))).toEqual([]);
-    } finally {
-      await receiver.close();
-    }
+      return ['--require', preload];
+    });
+    expect(run.received).toBe(run.written);
+    const loaded = readFileSync(listFile, 'utf8').split('\n');
+    expect(loaded).toContain('NativeModule http');
+    expect(loaded.filter((m) => m.includes('undici'))).toEqual([]);
   });
 });
