@@ -502,11 +502,11 @@ describe('prebuilt catalog (catalog-snapshot.ts)', () => {
 
       // a snapshot that refers to an attribute it does not hold, or of another version, is not used
       const broken = path.join(work, 'broken.json');
-      const damaged = JSON.parse(readFileSync(file, 'utf8')) as { attributes: unknown[]; eventTypes: Array<{ allAttributes: Array<[string, number]> }> };
+      const damaged = structuredClone(written);
       damaged.eventTypes[5]!.allAttributes[0]![1] = damaged.attributes.length;
       writeFileSync(broken, JSON.stringify(damaged));
       expect(readCatalogSnapshot(bundledMappingsDir(), broken)).toBeUndefined();
-      writeFileSync(broken, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), version: 1 }));
+      writeFileSync(broken, JSON.stringify({ ...written, version: 1 }));
       expect(readCatalogSnapshot(bundledMappingsDir(), broken)).toBeUndefined();
 
       // a copy with one body edited: the snapshot no longer applies, and loading reads the edit
