@@ -112,7 +112,7 @@ describe('enrichment in the daemon', () => {
     expect(await metric('tao_enrichment_entries', { tenant: 'acme', kind: 'users' })).toBe(2);
     // not fetched again (the interval is an hour), and no "not loaded yet"
     expect(tcm.requests.filter((r) => r.kind === 'users')).toHaveLength(1);
-    expect(daemon.logs().some((l) => l.msg === 'enrichment data not loaded yet; the sources start anyway and records are sent without the names until it is')).toBe(false);
+    expect(daemon.logs().some((l) => l.msg === 'enrichment data not loaded yet; records are sent without the names until it is')).toBe(false);
     daemon.child.kill('SIGTERM');
     await daemon.exited;
   });

@@ -425,7 +425,7 @@ describe('the enrichment refresher with TCM', () => {
     const failed = cap.lines().find((l) => l.msg === 'enrichment load failed; records are sent without these names until a load succeeds');
     expect(String(failed?.err)).toMatch(/sign-in rejected \(HTTP 401\)/);
     expect(cap.text()).not.toContain(wrong);
-    expect(cap.lines().some((l) => l.msg === 'enrichment data not loaded yet; the sources start anyway and records are sent without the names until it is')).toBe(true);
+    expect(cap.lines().some((l) => l.msg === 'enrichment data not loaded yet; records are sent without the names until it is')).toBe(true);
     const text = await metrics.registry.metrics();
     expect(metricValue(text, 'tao_source_requests_total', { tenant: 'acme', source: 'enrichment', operation: 'login' })).toBeGreaterThanOrEqual(1);
     expect(metricValue(text, 'tao_enrichment_data_age_seconds', { tenant: 'acme', kind: 'users' })).toBeUndefined();

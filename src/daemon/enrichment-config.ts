@@ -11,7 +11,7 @@
  *                                   # url / tenantId / patEnv | patFile; default: the tenant's only tcm source
  *     refreshInterval: 4h           # TCM lists fetched again
  *     fileCheckInterval: 30s        # lookup files checked for changes
- *     initialWait: 30s              # the sources start after the first load, or after this
+ *     initialWait: 30s              # records are mapped after the first load, or after this
  *     fields: [name, email, fullName, siteRole, siteName, siteContentUrl]   # default: all
  */
 import { z } from 'zod';

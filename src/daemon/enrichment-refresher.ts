@@ -5,8 +5,9 @@
  *
  * - Before the first load the data is published as `pending`; once every configured kind was
  *   tried once and one of them loaded, as `loaded` (users are used although the sites failed,
- *   and the other way round; the one that failed is retried). The tenant's sources wait for the first load at most
- *   `initialWait` (waitForFirstLoad); records read before it are sent without the names.
+ *   and the other way round; the one that failed is retried). The tenant's records wait for the first load at most
+ *   `initialWait` (waitForFirstLoad; the sources read ahead meanwhile when readAheadWhileLoading);
+ *   records read before it are sent without the names.
  * - A load that fails keeps the last good copy (nothing is published); a TCM list is tried
  *   again with backoff (from 30 s, at most the refresh interval), a lookup file at its next
  *   check once it changed. Failures are counted and logged (TCM errors never quote a secret;
@@ -69,6 +70,8 @@ export interface ReferenceLoader {
   readonly from: string;
   /** The wait after a good load (or check). */
   readonly intervalMs: number;
+  /** A lookup file on this machine (not TCM): its first load asks no remote service for anything. */
+  readonly local?: boolean;
   /** The waits after a failed load; undefined: the interval. */
   readonly retry?: BackoffPolicy;
   load(signal: AbortSignal, fields: ReadonlySet<EnrichmentField>): Promise<LoadOutcome>;
@@ -300,6 +303,16 @@ export class EnrichmentRefresher {
    * Wait until every kind was tried once (loaded or failed), at most `ms`; true when the data is
    * loaded. The tenant's sources start after this either way.
    */
+  /**
+   * Whether the tenant's sources may read while the first load runs (their batches wait to be
+   * encoded): when every kind comes from a lookup file. A kind fetched from TCM keeps the
+   * sources waiting, so that their listings do not add to the requests of a TCM that is asking
+   * for fewer (a source may share its connection).
+   */
+  get readAheadWhileLoading(): boolean {
+    return this.options.loaders.every((l) => l.local === true);
+  }
+
   async waitForFirstLoad(ms: number, signal: AbortSignal): Promise<boolean> {
     if (!this.loaded && ms > 0) {
       const wait = new AbortController();
@@ -315,7 +328,7 @@ export class EnrichmentRefresher {
     if (this.loaded) await this.publishing; // the workers have it before the sources start
     else if (!signal.aborted) {
       const missing = [...this.states.values()].filter((s) => s.copy === undefined).map((s) => s.loader.kind);
-      this.log.warn({ missing, initialWaitMs: ms }, 'enrichment data not loaded yet; the sources start anyway and records are sent without the names until it is');
+      this.log.warn({ missing, initialWaitMs: ms }, 'enrichment data not loaded yet; records are sent without the names until it is');
     }
     return this.loaded;
   }
@@ -536,6 +549,7 @@ export function createEnrichmentRefresher(setup: EnrichmentSetup): EnrichmentRef
         kind,
         from: watcher.file,
         intervalMs: config.fileCheckInterval,
+        local: true,
         load: async () => {
           const r = await watcher.check();
           return typeof r === 'string' ? r : { copy: r.copy, entries: r.entries, census: r.census, detail: { format: watcher.format, ...(r.fromSavedCopy ? { fromSavedCopy: true } : {}) } };

@@ -149,9 +149,28 @@ export class TenantRuntime {
     await this.runAll(readSignal, (r, signal) => r.run(signal));
   }
 
-  /** The sources start once the enrichment data loaded, or after `initialWait`. */
+  /**
+   * Records are mapped once the enrichment data loaded, or after `initialWait`. With lookup files
+   * only, the sources start at once and their batches wait (the encode gate: a batch read ahead,
+   * then reading waits too), so listing and the first reads overlap the load; otherwise the
+   * sources start after it (EnrichmentRefresher.readAheadWhileLoading).
+   */
   private async enrichmentLoaded(readSignal: AbortSignal): Promise<void> {
-    if (this.enrichment && this.config.enrichment) await this.enrichment.waitForFirstLoad(this.config.enrichment.initialWait, readSignal);
+    if (!this.enrichment || !this.config.enrichment) return;
+    const loaded = this.enrichment.waitForFirstLoad(this.config.enrichment.initialWait, readSignal);
+    if (this.ctx && this.enrichment.readAheadWhileLoading) {
+      const ctx = this.ctx;
+      ctx.encodeGate = loaded.then(
+        (ok) => ok || !readSignal.aborted,
+        () => !readSignal.aborted,
+      );
+      // open for good once it opened (later batches do not wait on a settled promise)
+      void ctx.encodeGate.then((open) => {
+        if (open) delete ctx.encodeGate;
+      });
+      return;
+    }
+    await loaded;
   }
 
   /**

@@ -1,8 +1,9 @@
 /**
  * Chunks into batches, and batches through the encode workers to the destinations: at most
  * `maxInFlightBatches` at a time and `maxInFlightBytes` of them (a full set makes reading wait), none while the checkpoint
- * cannot be written. A delivered batch settles its pieces in their objects' trackers, so the
- * checkpoint moves past them; one that is not delivered leaves them unsettled.
+ * cannot be written, none before the tenant's encode gate opens (TenantContext.encodeGate). A
+ * delivered batch settles its pieces in their objects' trackers, so the checkpoint moves past
+ * them; one that is not delivered leaves them unsettled.
  */
 import { Backoff, BACKOFF_DEFAULTS, type BackoffPolicy } from '../core/backoff.js';
 import { sleep } from '../core/sleep.js';
@@ -58,6 +59,8 @@ export class BatchDispatcher {
     const b = this.batch;
     if (b.segments.length === 0) return;
     this.batch = emptyBatch();
+    // (its pieces left unsettled: the checkpoint does not pass them)
+    if (this.ctx.encodeGate && !(await this.ctx.encodeGate)) return;
     await this.waitForCheckpointWritable();
     await this.slots.acquire(b.bytes);
     // (read no further ahead of the workers than they can take: worker-pool.ts whenReady)

@@ -61,7 +61,7 @@ export const enrichmentTcmDown: Scenario = {
     const kinds = new Set(failed.map((l) => String(l.kind)));
     // the users list is still being retried (503, Retry-After) when the run ends; the sites list failed for good (401 after a new sign-in)
     if (!kinds.has('sites')) extra.push(`failed loads logged for ${[...kinds].join(', ') || 'nothing'} (want sites)`);
-    if (logLines(out, 'enrichment data not loaded yet; the sources start anyway and records are sent without the names until it is').length !== 1) extra.push('no "not loaded yet" line');
+    if (logLines(out, 'enrichment data not loaded yet; records are sent without the names until it is').length !== 1) extra.push('no "not loaded yet" line');
     const firstList = tcm.requests.find((q) => q.kind === 'list');
     const firstEnrichment = tcm.requests.find((q) => q.kind === 'users' || q.kind === 'sites');
     if (!firstList || !firstEnrichment || firstList.at - firstEnrichment.at < initialWaitMs - 100) extra.push('the source listed before initialWait was over');
