@@ -862,7 +862,7 @@ async function main(): Promise<number> {
       let loadOnly: { wallSeconds: number; cpuSeconds: number; peakRssBytes: number } | undefined;
       let loadOnlyWarm: { wallSeconds: number; cpuSeconds: number; peakRssBytes: number } | undefined;
       if (enrichmentYaml) {
-        progress('ours, enrichment on, an empty directory (the load alone)');
+        progress('ours, enrichment on, an empty directory (the load, and what it adds to a run)');
         const emptyDir = path.join(workDir, 'enrichment-empty');
         await fsp.mkdir(emptyDir, { recursive: true });
         const stateDir = path.join(workDir, 'state', 'enrichment-load');
@@ -1062,7 +1062,7 @@ async function main(): Promise<number> {
           out.push(
             `enrichment on, the lookup files' saved copies there (a restart), vs off: wall ${num(enrichedWarm.medianSeconds, 2)} vs ${num(ours.medianSeconds, 2)} s, paired median ${pct(median(pairedWarm))} (${pairedWarm.map(pct).join(', ')})   (target < 5 %: ${mark(median(pairedWarm) < 0.05)}); ` +
               `CPU paired median ${pct(median(pairedWarmCpu))}; peak RSS ${num(enrichedWarm.medianPeakRssMb)} MB` +
-              (loadOnlyWarm ? `; the load from the copies alone ${num(loadOnlyWarm.wallSeconds, 2)} s, CPU ${num(loadOnlyWarm.cpuSeconds, 2)} s` : ''),
+              (loadOnlyWarm ? `; what the load from the copies adds to a run with nothing to read ${num(loadOnlyWarm.wallSeconds, 2)} s, CPU ${num(loadOnlyWarm.cpuSeconds, 2)} s` : ''),
           );
         }
       }
