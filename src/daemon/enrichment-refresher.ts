@@ -300,10 +300,6 @@ export class EnrichmentRefresher {
   }
 
   /**
-   * Wait until every kind was tried once (loaded or failed), at most `ms`; true when the data is
-   * loaded. The tenant's sources start after this either way.
-   */
-  /**
    * Whether the tenant's sources may read while the first load runs (their batches wait to be
    * encoded): when every kind comes from a lookup file. A kind fetched from TCM keeps the
    * sources waiting, so that their listings do not add to the requests of a TCM that is asking
@@ -313,6 +309,10 @@ export class EnrichmentRefresher {
     return this.options.loaders.every((l) => l.local === true);
   }
 
+  /**
+   * Wait until every kind was tried once (loaded or failed), at most `ms`; true when the data is
+   * loaded. The tenant's records are mapped after this either way.
+   */
   async waitForFirstLoad(ms: number, signal: AbortSignal): Promise<boolean> {
     if (!this.loaded && ms > 0) {
       const wait = new AbortController();

@@ -159,15 +159,7 @@ export class TenantRuntime {
     if (!this.enrichment || !this.config.enrichment) return;
     const loaded = this.enrichment.waitForFirstLoad(this.config.enrichment.initialWait, readSignal);
     if (this.ctx && this.enrichment.readAheadWhileLoading) {
-      const ctx = this.ctx;
-      ctx.encodeGate = loaded.then(
-        (ok) => ok || !readSignal.aborted,
-        () => !readSignal.aborted,
-      );
-      // open for good once it opened (later batches do not wait on a settled promise)
-      void ctx.encodeGate.then((open) => {
-        if (open) delete ctx.encodeGate;
-      });
+      this.ctx.encodeGate = loaded.then((ok) => ok || !readSignal.aborted);
       return;
     }
     await loaded;

@@ -22,9 +22,9 @@ export interface TenantContext {
   /** Unknown event types / attributes already logged for this tenant. */
   driftSeen: Set<string>;
   /**
-   * Set while batches must wait before they are encoded (the tenant's enrichment data loading,
-   * read ahead meanwhile): resolves `true` once they may go on, `false` when reading stopped
-   * first (the batches waiting are not delivered: their lines are read again at the next start).
+   * Set when batches wait before they are encoded (the tenant's enrichment data loading, read
+   * ahead meanwhile): resolves `true` once they may go on, `false` when reading stopped first
+   * (the batches waiting are not delivered: their lines are read again at the next start).
    */
   encodeGate?: Promise<boolean>;
 }
