@@ -5,6 +5,11 @@ import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { ATTR_URL_PATH, ATTR_URL_QUERY, SEVERITY_NUMBER } from './semantic-conventions.js';
 import type { DirectRecordWriter } from './direct-record-writer.js';
 import type { AttributeSink, Route, Severity, TypePlan } from './mapping-plan.js';
+import type { UserAttributeNames } from './enrichment.js';
+import type { FoundUser } from './reference-table.js';
+
+/** Users whose attributes a direct sink keeps encoded, per kind of user (actor, target, initiating). */
+const MAX_USER_BLOCKS = 4096;
 
 /** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
 export class DirectSink implements AttributeSink {
@@ -15,6 +20,11 @@ export class DirectSink implements AttributeSink {
   private readonly capturedNames: string[] = [];
   private readonly capturedValues: AttrValue[] = [];
   private captured = 0;
+  /** The join's users as encoded attribute blocks, per kind of user (setUser). */
+  private readonly userBlocks = new Map<UserAttributeNames, Map<FoundUser, { readonly space: object }>>();
+  /** Whether the body of the last `wanted` read one of a kind's user attributes (setUser). */
+  private userWantedOf: Map<string, string> | undefined;
+  private readonly userWanted = new Map<UserAttributeNames, boolean>();
 
   constructor(private readonly bodyWanted: (plan: TypePlan, family: Family) => Map<string, string>) {}
 
@@ -49,6 +59,39 @@ export class DirectSink implements AttributeSink {
     }
     out.writeConstBlock(block);
     return true;
+  }
+
+  /**
+   * The join's name, e-mail and full name of a user (enrichment.ts) as one block, encoded the
+   * first time the user is seen and copied after: when the record has none of them and its body
+   * reads none of them (its values must be kept then: false, and they are set one by one).
+   */
+  setUser(names: UserAttributeNames, u: FoundUser): boolean {
+    if (this.wanted !== this.userWantedOf) {
+      this.userWantedOf = this.wanted;
+      this.userWanted.clear();
+    }
+    let wanted = this.userWanted.get(names);
+    if (wanted === undefined) {
+      const w = this.wanted;
+      wanted = w !== undefined && (w.has(names.name) || w.has(names.email) || w.has(names.fullName));
+      this.userWanted.set(names, wanted);
+    }
+    if (wanted) return false;
+    const out = this.out;
+    let blocks = this.userBlocks.get(names);
+    if (blocks === undefined) this.userBlocks.set(names, (blocks = new Map()));
+    let block = blocks.get(u);
+    if (block === undefined || block.space !== out.slotSpace) {
+      if (blocks.size >= MAX_USER_BLOCKS) blocks.clear();
+      block = out.constBlock([
+        [names.name, u.name],
+        [names.email, u.email],
+        [names.fullName, u.fullName],
+      ]);
+      blocks.set(u, block);
+    }
+    return out.writeConstBlockIfAbsent(block);
   }
 
   setField(name: string, f: RecordFields, i: number): void {

@@ -66,6 +66,12 @@ export const ENRICHED_ALIASES: ReadonlyMap<string, readonly string[]> = new Map(
 export interface EnrichmentSink {
   has(name: string): boolean;
   set(name: string, value: AttrValue): void;
+  /**
+   * A user's name, e-mail and full name under `names` at once, as the sets below would write
+   * them, when the record has none of them yet (the direct sink: encoded once per user and
+   * kept); false when it cannot, and nothing is set (then they are set one by one).
+   */
+  setUser?(names: UserAttributeNames, u: FoundUser): boolean;
 }
 
 /**
@@ -113,13 +119,18 @@ export function enrichRecord(
 }
 
 function addUser(sink: EnrichmentSink, names: UserAttributeNames, u: FoundUser, siteLuid: string | undefined): void {
-  if (u.name !== undefined && !sink.has(names.name)) sink.set(names.name, u.name);
-  if (u.email !== undefined && !sink.has(names.email)) sink.set(names.email, u.email);
-  if (u.fullName !== undefined && !sink.has(names.fullName)) sink.set(names.fullName, u.fullName);
+  if (sink.setUser === undefined || !sink.setUser(names, u)) setUserEach(sink, names, u);
   if (siteLuid !== undefined && !sink.has(names.roles)) {
     const roles = u.rolesOn(siteLuid);
     if (roles !== undefined) sink.set(names.roles, roles as string[]);
   }
+}
+
+/** The user's name, e-mail and full name, each where the record lacks it. */
+function setUserEach(sink: EnrichmentSink, names: UserAttributeNames, u: FoundUser): void {
+  if (u.name !== undefined && !sink.has(names.name)) sink.set(names.name, u.name);
+  if (u.email !== undefined && !sink.has(names.email)) sink.set(names.email, u.email);
+  if (u.fullName !== undefined && !sink.has(names.fullName)) sink.set(names.fullName, u.fullName);
 }
 
 /** The resource attributes of a site the table knows (empty when it does not). */

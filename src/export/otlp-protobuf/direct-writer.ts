@@ -134,7 +134,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
    * OCSF class…), encoded together once: writeConstBlock() copies them in one go. Valid while
    * `slotSpace` is the same.
    */
-  constBlock(pairs: ReadonlyArray<readonly [string, AttrValue]>): ConstBlock {
+  constBlock(pairs: ReadonlyArray<readonly [string, AttrValue | undefined]>): ConstBlock {
     const w = this.scratch;
     w.reset();
     const slots: NameSlot[] = [];
@@ -150,6 +150,12 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   writeConstBlock(block: ConstBlock): void {
     for (const slot of block.slots) slot.seen = this.generation;
     this.w!.bytes(block.bytes);
+  }
+
+  writeConstBlockIfAbsent(block: ConstBlock): boolean {
+    for (const slot of block.slots) if (slot.seen === this.generation) return false;
+    this.writeConstBlock(block);
+    return true;
   }
 
   /** The slot of an attribute name (callers may keep it while `slotSpace` is the same). */
