@@ -29,7 +29,7 @@ const OBSERVED = 1_796_000_000_123_456_789n;
  * mapLineDirect() of the line's bytes scanned in place (what the pipeline does; lines the
  * scanner declines go through mapDirect, as in the pipeline).
  */
-function both(items: Array<{ key: string; value: unknown; line: number; text?: string }>) {
+function both(items: Array<{ key: string; value: unknown; line: number; text?: string; uidPrefix?: string }>) {
   const objectMapper = new RecordMapper(catalog, { tenantId: 't1' });
   const directMapper = new RecordMapper(catalog, { tenantId: 't1' });
   const lineMapper = new RecordMapper(catalog, { tenantId: 't1' });
@@ -38,8 +38,8 @@ function both(items: Array<{ key: string; value: unknown; line: number; text?: s
   const lineWriter = new DirectLogsRequestWriter(scope);
   const scanned = new FlatJsonLine();
   let scannedLines = 0;
-  for (const { key, value, line, text } of items) {
-    const ctx = { keyInfo: parseObjectKey(key), uidPrefix: 'abc' };
+  for (const { key, value, line, text, uidPrefix } of items) {
+    const ctx = { keyInfo: parseObjectKey(key), uidPrefix: uidPrefix ?? 'abc' };
     const a = objectMapper.map(value, line, ctx, OBSERVED);
     const b = directMapper.mapDirect(value, line, ctx, OBSERVED, writer);
     expect(b.ok, canon(value).slice(0, 200)).toBe(a.ok);
@@ -287,5 +287,35 @@ describe('ProtoWriter.fixed64Time (a record time without a BigInt)', () => {
     // and it reads back as the time
     const view = Buffer.from(viaNumbers.buf.subarray(0, viaNumbers.pos));
     expect(view.readBigUInt64LE(3 * 8)).toBe(1_795_917_600_541_367_000n);
+  });
+});
+
+describe('ProtoWriter.beginSized/endSized (a record length reserved as two bytes)', () => {
+  it('writes the same bytes as begin/end for messages of every length class, nested among others', () => {
+    const lengths = [0, 1, 127, 128, 129, 300, 16_383, 16_384, 16_385, 2_097_151, 2_097_152, 3_000_000];
+    const sized = new ProtoWriter(16);
+    const plain = new ProtoWriter(16);
+    for (const n of lengths) {
+      for (const w of [sized, plain]) {
+        w.byte(0x0a);
+        w.string(`before ${n}`);
+        w.byte(0x12);
+      }
+      const s1 = sized.beginSized();
+      const s2 = plain.begin();
+      const content = Buffer.alloc(n, n % 251);
+      for (const w of [sized, plain]) {
+        w.raw(content, n);
+        if (n > 0) w.buf[w.pos - 1] = 0x7f; // the last byte must land last
+      }
+      sized.endSized(s1);
+      plain.end(s2);
+      for (const w of [sized, plain]) {
+        w.byte(0x1a);
+        w.string(`after ${n}`);
+      }
+      expect(sized.pos, `length ${n}`).toBe(plain.pos);
+    }
+    expect(Buffer.compare(sized.buf.subarray(0, sized.pos), plain.buf.subarray(0, plain.pos))).toBe(0);
   });
 });

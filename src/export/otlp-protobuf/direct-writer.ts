@@ -85,7 +85,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       this.slotSpace = {};
     }
     w.byte(T_SL_LOG_RECORDS);
-    this.recordStart = w.begin();
+    this.recordStart = w.beginSized();
     w.byte(T_LR_TIME);
     w.fixed64Time(seconds, nanos);
     w.byte(T_LR_SEVERITY_NUMBER);
@@ -233,7 +233,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.byte(T_AV_STRING);
     w.string(body);
     w.end(s);
-    w.end(this.recordStart);
+    w.endSized(this.recordStart);
     this.w = null;
     this.count++;
   }

@@ -173,9 +173,9 @@ export function encodeLogsRequest(records: readonly MappedLogRecord[], scope: In
     const open = beginResourceLogs(w, group[0]!.resource, scope);
     for (const r of group) {
       w.byte(T_SL_LOG_RECORDS);
-      const lr = w.begin();
+      const lr = w.beginSized();
       logRecord(w, r);
-      w.end(lr);
+      w.endSized(lr);
     }
     endResourceLogs(w, open);
   }

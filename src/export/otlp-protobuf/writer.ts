@@ -288,6 +288,46 @@ export class ProtoWriter {
   }
 
   /**
+   * Starts a nested message expected to be 128 bytes to 16 KiB long (a log record): reserves two
+   * length bytes, so that endSized() moves nothing in that case, where end() would move the
+   * whole message one byte on.
+   */
+  beginSized(): number {
+    if (this.pos + 2 > this.buf.length) this.grow(2);
+    this.pos += 2;
+    return this.pos;
+  }
+
+  /** Ends a message begun with beginSized() at `start`, its length still a minimal varint. */
+  endSized(start: number): void {
+    const len = this.pos - start;
+    if (len >= 128 && len < 1 << 14) {
+      this.buf[start - 2] = (len & 127) | 128;
+      this.buf[start - 1] = len >>> 7;
+      return;
+    }
+    if (len < 128) {
+      // one length byte: the content moves back by one
+      this.buf.copyWithin(start - 1, start, this.pos);
+      this.buf[start - 2] = len;
+      this.pos--;
+      return;
+    }
+    // 16 KiB or more: the content moves on by what the length needs beyond the two bytes
+    const extra = varintSize(len) - 2;
+    if (this.pos + extra > this.buf.length) this.grow(extra);
+    this.buf.copyWithin(start + extra, start, this.pos);
+    let p = start - 2;
+    let v = len;
+    while (v > 127) {
+      this.buf[p++] = (v & 127) | 128;
+      v = Math.floor(v / 128);
+    }
+    this.buf[p] = v;
+    this.pos += extra;
+  }
+
+  /**
    * What was written, without a copy: the writer hands its buffer over (the view covers the
    * start of an ArrayBuffer nobody else uses, so it can be transferred to another thread) and
    * continues in a new one.
