@@ -231,6 +231,22 @@ describe('direct OTLP protobuf path = object path', () => {
   });
 });
 
+describe("a record's uid from its object and line", () => {
+  it('is `<prefix>:<line>` on the three paths, for lines of every number of digits and a prefix that is not ASCII', () => {
+    const lines = [1, 9, 10, 99, 100, 65_535, 1_000_000, 2 ** 31, 2 ** 53 - 1];
+    const items = lines.flatMap((line) =>
+      ['abc', 'préfixe-ü-€'].map((uidPrefix) => ({ key: 'pod=p1/siteLuid=s1/eventType=hist_access_view/part-0.txt', value: { eventTime: '2026-11-29T10:11:12Z', actorUserLuid: 'u1' }, line, uidPrefix })),
+    );
+    const { viaObjects, viaDirect, scannedLines } = both(items);
+    expect(scannedLines).toBe(items.length);
+    expect(viaDirect).toEqual(viaObjects);
+    expect(viaObjects.map((r) => r.attributes['log.record.uid'])).toEqual(items.map((i) => `${i.uidPrefix}:${i.line}`));
+    // a record's own eventId stays its uid
+    const own = both([{ key: 'tenant=t1/eventType=jwt_login/part-0.txt', value: { eventTime: '2026-11-29T10:11:12Z', eventType: 'jwt_login', eventId: 'ev-1', eventVersion: '1' }, line: 7 }]);
+    expect(own.viaDirect.map((r) => r.attributes['log.record.uid'])).toEqual(['ev-1']);
+  });
+});
+
 describe('integers beyond 2^53: the three paths agree, digit for digit', () => {
   it('2^53+1, INT64_MAX, INT64_MIN, INT64_MAX+1, -2^63-1, 1e300, 12345678901234567890', () => {
     const key = 'pod=p/siteLuid=s/y=2026/m=11/d=29/h=10/eventType=vizql_http_request/f.txt';

@@ -2,7 +2,7 @@
 import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, ResourceDescriptor } from './log-record.js';
 import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
-import { ATTR_URL_PATH, ATTR_URL_QUERY, SEVERITY_NUMBER } from './semantic-conventions.js';
+import { ATTR_LOG_RECORD_UID, ATTR_URL_PATH, ATTR_URL_QUERY, SEVERITY_NUMBER } from './semantic-conventions.js';
 import type { DirectRecordWriter } from './direct-record-writer.js';
 import type { AttributeSink, Route, Severity, TypePlan } from './mapping-plan.js';
 import type { UserAttributeNames } from './enrichment.js';
@@ -47,6 +47,12 @@ export class DirectSink implements AttributeSink {
   set(name: string, v: AttrValue): void {
     this.out.attr(name, v);
     if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
+  }
+
+  setLineUid(prefix: string, line: number): boolean {
+    if (this.wanted !== undefined && this.wanted.has(ATTR_LOG_RECORD_UID)) return false;
+    this.out.lineUid(ATTR_LOG_RECORD_UID, prefix, line);
+    return true;
   }
 
   setConstants(plan: TypePlan): boolean {

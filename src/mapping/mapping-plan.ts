@@ -82,6 +82,8 @@ export interface AttributeSink {
   head?(plan: TypePlan, family: Family, resource: ResourceDescriptor, seconds: number, nanos: number, severity: Severity): void;
   has(name: string): boolean;
   set(name: string, value: AttrValue): void;
+  /** `log.record.uid` as `<prefix>:<line>`, written without making the string; false when the sink cannot (then set()). */
+  setLineUid?(prefix: string, line: number): boolean;
   /** The plan's constant attributes (event type, derived ones) at once; false when the sink cannot (then set() each). */
   setConstants?(plan: TypePlan): boolean;
   /** Field i of the record, as it is, under `name`. */

@@ -549,8 +549,8 @@ export class RecordMapper {
     sink.head?.(plan, family, resource, seconds, nanos, severity);
 
     const eventId = rec.get('eventId');
-    const uid = typeof eventId === 'string' && eventId !== '' ? eventId : `${ctx.uidPrefix}:${line}`;
-    sink.set(ATTR_LOG_RECORD_UID, uid);
+    if (typeof eventId === 'string' && eventId !== '') sink.set(ATTR_LOG_RECORD_UID, eventId);
+    else if (!sink.setLineUid?.(ctx.uidPrefix, line)) sink.set(ATTR_LOG_RECORD_UID, `${ctx.uidPrefix}:${line}`);
     if (!sink.setConstants?.(plan)) for (const [k, v] of plan.constants) sink.set(k, v);
     // OCSF (before the record's own fields, which never take these names): the activity the record names (types with activityFrom), and the outcome's status
     const activity = plan.ocsfActivity;

@@ -202,6 +202,20 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     this.attrAt(slot, fields.value(i) as AttrValue);
   }
 
+  lineUid(name: string, prefix: string, line: number): void {
+    if (prefix !== this.uidPrefix) {
+      // (the same for every line of a segment: encoded once)
+      this.uidPrefix = prefix;
+      this.uidHead = Buffer.from(`${prefix}:`);
+    }
+    const slot = this.slot(name);
+    slot.seen = this.generation;
+    this.w!.numberedStringAttribute(T_LR_ATTRIBUTES, slot.key, this.uidHead, line);
+  }
+
+  private uidPrefix: string | undefined;
+  private uidHead: Uint8Array = new Uint8Array(0);
+
   /** A string attribute from bytes [start, end) of a scanned line (a part of a field's value). */
   rangeAttr(name: string, line: FlatJsonLine, start: number, end: number): void {
     const slot = this.slot(name);

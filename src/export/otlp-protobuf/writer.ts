@@ -234,6 +234,39 @@ export class ProtoWriter {
     this.pos = p;
   }
 
+  /**
+   * One attribute whose string value is `head` (UTF-8) followed by the decimal digits of `n` (a
+   * non-negative integer): a record's uid, `<prefix>:<line>`, without making the string.
+   */
+  numberedStringAttribute(fieldTag: number, key: Uint8Array, head: Uint8Array, n: number): void {
+    if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`not a line number: ${n}`);
+    let digits = 1;
+    for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
+    const len = head.length + digits;
+    const anyLen = 1 + varintSize(len) + len;
+    const kvLen = key.length + 1 + varintSize(anyLen) + anyLen;
+    const total = 1 + varintSize(kvLen) + kvLen;
+    if (this.pos + total > this.buf.length) this.grow(total);
+    const buf = this.buf;
+    buf[this.pos++] = fieldTag;
+    this.varint(kvLen);
+    buf.set(key, this.pos);
+    this.pos += key.length;
+    buf[this.pos++] = T_KV_VALUE;
+    this.varint(anyLen);
+    buf[this.pos++] = T_AV_STRING;
+    this.varint(len);
+    buf.set(head, this.pos);
+    let p = this.pos + len;
+    this.pos = p;
+    for (let v = n; ; ) {
+      const q = Math.floor(v / 10);
+      buf[--p] = 0x30 + (v - q * 10);
+      if (q === 0) break;
+      v = q;
+    }
+  }
+
   /** The encoded `KeyValue.key` field of an attribute name, cached. */
   private keyField(name: string): Uint8Array {
     let enc = this.keys.get(name);
