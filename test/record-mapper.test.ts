@@ -854,6 +854,22 @@ describe('parseEventTime', () => {
     expect(parseEventTime('2024-03-01T00:00:00Z')).toBe(BigInt(Date.UTC(2024, 2, 1)) * 1_000_000n);
   });
 
+  it('times one after the other in the same minute and across minutes, hours and days read the same as Date.UTC', () => {
+    const texts: string[] = [];
+    for (const [day, hour, minute] of [[16, 18, 3], [16, 18, 4], [16, 23, 59], [17, 0, 0], [16, 18, 3]] as const) {
+      for (const second of [0, 1, 30, 59]) texts.push(`2024-06-${day}T${String(hour).padStart(2, '0')}:${String(minute).padStart(2, '0')}:${String(second).padStart(2, '0')}.25Z`);
+    }
+    for (const t of texts) {
+      const [, d, h, mi, sec] = /^2024-06-(\d\d)T(\d\d):(\d\d):(\d\d)/.exec(t)!.map(Number);
+      expect(parseEventTime(t), t).toBe(BigInt(Date.UTC(2024, 5, d!, h!, mi!, sec!)) * 1_000_000n + 250_000_000n);
+    }
+    // after a time of the same minute: a bad second, a bad separator, a leap second (the general path: the next minute)
+    expect(parseEventTime('2024-06-16T18:03:5xZ')).toBeUndefined();
+    expect(parseEventTime('2024-06-16T18:03:61Z')).toBeUndefined();
+    expect(parseEventTime('2024-06-16T18:03-47Z')).toBeUndefined();
+    expect(parseEventTime('2024-06-16T18:03:60Z')).toBe(BigInt(Date.UTC(2024, 5, 16, 18, 4, 0)) * 1_000_000n);
+  });
+
   it.each([
     undefined,
     null,

@@ -5,8 +5,9 @@
  */
 const ISO = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9})\d*)?(Z|[+-]\d{2}(?::?\d{2})?)?$/;
 
-let cachedSecond = '';
-let cachedSeconds = 0;
+/** The minute (`YYYY-MM-DDTHH:MM`) of the last time parsed the common way, and its seconds since the epoch. */
+let cachedMinute = '';
+let cachedMinuteSeconds = 0;
 
 /** What the last successful parseEventTimeParts() read: whole seconds since the epoch (negative before 1970) and nanoseconds, 0 to 999 999 999. */
 export const eventTimeParts = { seconds: 0, nanos: 0 };
@@ -23,11 +24,12 @@ function digits(s: string, from: number, n: number): number {
 
 /**
  * The common shape, `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z`, without a regular expression or Date
- * objects, reusing the previous record's second (records of one object are close in time).
+ * objects, reusing the previous record's minute (records of one object are close in time: a
+ * record a second makes a new second every record, a new minute every sixty).
  */
 function parseCommon(s: string): boolean {
   const n = s.length;
-  if (n < 20 || s.charCodeAt(n - 1) !== 90 /* Z */ || s.charCodeAt(10) !== 84 /* T */) return false;
+  if (n < 20 || s.charCodeAt(n - 1) !== 90 /* Z */ || s.charCodeAt(10) !== 84 /* T */ || s.charCodeAt(16) !== 58 /* : */) return false;
   let frac = 0;
   if (n > 20) {
     if (s.charCodeAt(19) !== 46 /* . */ || n > 30 || n < 22) return false;
@@ -35,18 +37,19 @@ function parseCommon(s: string): boolean {
     if (frac < 0) return false;
     for (let i = n - 21; i < 9; i++) frac *= 10;
   }
-  // the same second as the previous record (the usual case): no slice, no Date
-  if (cachedSecond === '' || !s.startsWith(cachedSecond)) {
-    const second = s.slice(0, 19);
-    const y = digits(s, 0, 4), mo = digits(s, 5, 2), d = digits(s, 8, 2), h = digits(s, 11, 2), mi = digits(s, 14, 2), sec = digits(s, 17, 2);
-    if (y < 1000 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59) return false;
-    if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58) return false;
-    const ms = Date.UTC(y, mo - 1, d, h, mi, sec);
+  const sec = digits(s, 17, 2);
+  if (sec < 0 || sec > 59) return false;
+  // the same minute as the previous record (the usual case): no slice, no Date
+  if (cachedMinute === '' || !s.startsWith(cachedMinute)) {
+    const y = digits(s, 0, 4), mo = digits(s, 5, 2), d = digits(s, 8, 2), h = digits(s, 11, 2), mi = digits(s, 14, 2);
+    if (y < 1000 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59) return false;
+    if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(13) !== 58) return false;
+    const ms = Date.UTC(y, mo - 1, d, h, mi, 0);
     if (new Date(ms).getUTCDate() !== d) return false; // 2024-02-30 is not a date
-    cachedSecond = second;
-    cachedSeconds = ms / 1000;
+    cachedMinute = s.slice(0, 16);
+    cachedMinuteSeconds = ms / 1000;
   }
-  eventTimeParts.seconds = cachedSeconds;
+  eventTimeParts.seconds = cachedMinuteSeconds + sec;
   eventTimeParts.nanos = frac;
   return true;
 }
