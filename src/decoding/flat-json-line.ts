@@ -250,6 +250,23 @@ export class FlatJsonLine implements RecordFields {
     return k === KIND_STRING || k === KIND_STRING_UTF8;
   }
 
+  /** Whether fields i and j are strings of the same text (their bytes compared: no string made). */
+  sameString(i: number, j: number): boolean {
+    if (!this.isString(i) || !this.isString(j)) return false;
+    const a = this.starts[i]!;
+    const len = this.ends[i]! - a;
+    const b = this.starts[j]!;
+    if (this.ends[j]! - b !== len) return false;
+    const buf = this.buf;
+    for (let k = 0; k < len; k++) if (buf[a + k] !== buf[b + k]) return false;
+    return true;
+  }
+
+  /** Field i's value is a string of at least one character (no string made). */
+  isNonEmptyString(i: number): boolean {
+    return this.isString(i) && this.ends[i]! > this.starts[i]!;
+  }
+
   value(i: number): AttrValue {
     if (this.valueGen[i] === this.gen) return this.values[i]!;
     const v = this.materialise(i);

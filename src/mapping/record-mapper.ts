@@ -139,15 +139,6 @@ const MAX_ROUTES_BY_ID = 4096;
 /** Drift counters stop adding names past this many (a flood of random names must not grow memory). */
 const MAX_DRIFT_NAMES = 10_000;
 
-/** `a|b` → the first present value of the record. */
-function firstOf(rec: RecordFields, names: readonly string[]): unknown {
-  for (const n of names) {
-    const v = rec.get(n);
-    if (v !== null && v !== undefined && v !== '') return v;
-  }
-  return undefined;
-}
-
 export class RecordMapper {
   readonly drift: SchemaDriftCounters = { unknownEventTypes: new Map(), unknownAttributes: new Map() };
   private readonly prefix: string;
@@ -687,16 +678,12 @@ export class RecordMapper {
       return;
     }
     const roleId = rec.get('siteRoleId');
-    const role = typeof roleId === 'number' ? SITE_ROLE_NAMES.get(roleId) : typeof roleId === 'bigint' ? SITE_ROLE_NAMES.get(Number(roleId)) : undefined;
-    if (role !== undefined) {
-      sink.set(ATTR_USER_ROLES, [role]);
+    const roles = typeof roleId === 'number' ? SITE_ROLES.get(roleId) : typeof roleId === 'bigint' ? SITE_ROLES.get(Number(roleId)) : undefined;
+    if (roles !== undefined) {
+      sink.set(ATTR_USER_ROLES, roles as unknown as string[]);
       sink.from?.(ATTR_USER_ROLES, 'siteRoleId');
     }
-    const initiating = rec.get('initiatingUserLuid');
-    const actor = rec.get('actorUserLuid');
-    if (typeof initiating === 'string' && typeof actor === 'string' && initiating !== '' && actor !== '' && initiating !== actor) {
-      sink.set(ATTR_IMPERSONATED, true);
-    }
+    if (impersonated(rec)) sink.set(ATTR_IMPERSONATED, true);
   }
 
   /** A wrapped line's wrapper members (its `ts`, `pid`, `traceUuid`, …): `tableau.server.<snake_case>`, objects and arrays as JSON text. */
@@ -751,18 +738,10 @@ export class RecordMapper {
   }
 
   private setTarget(sink: AttributeSink, target: NonNullable<EventTypeEntry['target']>, rec: RecordFields): void {
-    const put = (name: string, spec: string | undefined): void => {
-      if (!spec) return;
-      const names = alternatives(spec);
-      const v = firstOf(rec, names);
-      if (v === undefined) return;
-      sink.set(name, typeof v === 'string' ? v : jsonText(v));
-      if (sink.from) sink.from(name, names.find((n) => rec.get(n) === v)!);
-    };
-    put(ATTR_TARGET_ID, target.id);
-    put(ATTR_TARGET_NAME, target.name);
-    put(ATTR_TARGET_USER_ID, target.user);
-    put(ATTR_TARGET_GROUP_ID, target.group);
+    if (target.id) putTarget(sink, ATTR_TARGET_ID, target.id, rec);
+    if (target.name) putTarget(sink, ATTR_TARGET_NAME, target.name, rec);
+    if (target.user) putTarget(sink, ATTR_TARGET_USER_ID, target.user, rec);
+    if (target.group) putTarget(sink, ATTR_TARGET_GROUP_ID, target.group, rec);
   }
 
   /** The previous record's resource and what it was made of (records of an object share one). */
@@ -814,6 +793,21 @@ function setOwn(o: Record<string, AttrValue>, name: string, v: AttrValue): void 
   else o[name] = v;
 }
 
+/** A site role id's name as a one-item array (shared by every record: read-only). */
+const SITE_ROLES: ReadonlyMap<number, readonly [string]> = new Map([...SITE_ROLE_NAMES].map(([id, name]) => [id, [name] as const]));
+
+/** A site record's initiating user is not its actor (both non-empty strings); a scanned line's bytes are compared, no string made. */
+function impersonated(rec: RecordFields): boolean {
+  if (rec instanceof FlatJsonLine) {
+    const i = rec.indexOf('initiatingUserLuid');
+    const a = rec.indexOf('actorUserLuid');
+    return i >= 0 && a >= 0 && rec.isNonEmptyString(i) && rec.isNonEmptyString(a) && !rec.sameString(i, a);
+  }
+  const initiating = rec.get('initiatingUserLuid');
+  const actor = rec.get('actorUserLuid');
+  return typeof initiating === 'string' && typeof actor === 'string' && initiating !== '' && actor !== '' && initiating !== actor;
+}
+
 /** Tenant records carry eventId/eventVersion and string user ids; site records carry siteLuid. */
 function guessFamily(rec: RecordFields): Family {
   if (typeof rec.get('siteLuid') === 'string' || typeof rec.get('actorUserLuid') === 'string') return 'site';
@@ -830,6 +824,33 @@ function namesAUserCached(placeholder: string): boolean {
     if (userPlaceholders.size < 10_000) userPlaceholders.set(placeholder, v);
   }
   return v;
+}
+
+/**
+ * A target attribute from the first of `spec`'s fields (`a|b`) the record has, not null and not
+ * empty: a string as it is (a scanned line's bytes copied, no string made), anything else as
+ * JSON text.
+ */
+function putTarget(sink: AttributeSink, name: string, spec: string, rec: RecordFields): void {
+  const names = alternatives(spec);
+  if (rec instanceof FlatJsonLine) {
+    for (const n of names) {
+      const i = rec.indexOf(n);
+      if (i < 0 || rec.isNull(i) || (rec.isString(i) && !rec.isNonEmptyString(i))) continue;
+      if (rec.isString(i)) sink.setField(name, rec, i);
+      else sink.set(name, jsonText(rec.value(i)));
+      sink.from?.(name, n);
+      return;
+    }
+    return;
+  }
+  for (const n of names) {
+    const v = rec.get(n);
+    if (v === null || v === undefined || v === '') continue;
+    sink.set(name, typeof v === 'string' ? v : jsonText(v));
+    sink.from?.(name, n);
+    return;
+  }
 }
 
 const alternativesCache = new Map<string, readonly string[]>();
