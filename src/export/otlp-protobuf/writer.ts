@@ -211,25 +211,11 @@ export class ProtoWriter {
    * keyFieldOf), lengths computed up front and the value's bytes copied as they are.
    */
   stringAttribute(fieldTag: number, key: Uint8Array, src: Buffer, start: number, end: number): void {
-    const len = end - start;
-    const anyLen = 1 + varintSize(len) + len;
-    const kvLen = key.length + 1 + varintSize(anyLen) + anyLen;
-    const total = 1 + varintSize(kvLen) + kvLen;
-    if (this.pos + total > this.buf.length) this.grow(total);
+    this.stringAttributeHead(fieldTag, key, end - start);
     const buf = this.buf;
-    buf[this.pos++] = fieldTag;
-    this.varint(kvLen);
-    // a whole array: TypedArray#set (some 15-20 ns whatever its length) beats a byte loop from ~8 bytes
-    buf.set(key, this.pos);
-    let p = this.pos + key.length;
-    buf[p++] = T_KV_VALUE;
-    this.pos = p;
-    this.varint(anyLen);
-    buf[this.pos++] = T_AV_STRING;
-    this.varint(len);
-    p = this.pos;
+    let p = this.pos;
     // a byte loop costs ~1.2 ns a byte, a native copy ~55 ns whatever the size (measured)
-    if (len <= 48) for (let i = start; i < end; i++) buf[p++] = src[i]!;
+    if (end - start <= 48) for (let i = start; i < end; i++) buf[p++] = src[i]!;
     else p += src.copy(buf, p, start, end);
     this.pos = p;
   }
@@ -242,22 +228,10 @@ export class ProtoWriter {
     if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`not a line number: ${n}`);
     let digits = 1;
     for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
-    const len = head.length + digits;
-    const anyLen = 1 + varintSize(len) + len;
-    const kvLen = key.length + 1 + varintSize(anyLen) + anyLen;
-    const total = 1 + varintSize(kvLen) + kvLen;
-    if (this.pos + total > this.buf.length) this.grow(total);
+    this.stringAttributeHead(fieldTag, key, head.length + digits);
     const buf = this.buf;
-    buf[this.pos++] = fieldTag;
-    this.varint(kvLen);
-    buf.set(key, this.pos);
-    this.pos += key.length;
-    buf[this.pos++] = T_KV_VALUE;
-    this.varint(anyLen);
-    buf[this.pos++] = T_AV_STRING;
-    this.varint(len);
     buf.set(head, this.pos);
-    let p = this.pos + len;
+    let p = this.pos + head.length + digits;
     this.pos = p;
     for (let v = n; ; ) {
       const q = Math.floor(v / 10);
@@ -265,6 +239,27 @@ export class ProtoWriter {
       if (q === 0) break;
       v = q;
     }
+  }
+
+  /**
+   * A string attribute up to its value: `fieldTag`, the KeyValue's length, `key`, the AnyValue's
+   * tag and length, the string's tag and `len`; room is made for the `len` bytes that follow.
+   */
+  private stringAttributeHead(fieldTag: number, key: Uint8Array, len: number): void {
+    const anyLen = 1 + varintSize(len) + len;
+    const kvLen = key.length + 1 + varintSize(anyLen) + anyLen;
+    const total = 1 + varintSize(kvLen) + kvLen;
+    if (this.pos + total > this.buf.length) this.grow(total);
+    const buf = this.buf;
+    buf[this.pos++] = fieldTag;
+    this.varint(kvLen);
+    // a whole array: TypedArray#set (some 15-20 ns whatever its length) beats a byte loop from ~8 bytes
+    buf.set(key, this.pos);
+    this.pos += key.length;
+    buf[this.pos++] = T_KV_VALUE;
+    this.varint(anyLen);
+    buf[this.pos++] = T_AV_STRING;
+    this.varint(len);
   }
 
   /** The encoded `KeyValue.key` field of an attribute name, cached. */
@@ -307,17 +302,7 @@ export class ProtoWriter {
       this.buf[start - 1] = len;
       return;
     }
-    const extra = len < 1 << 14 ? 1 : len < 1 << 21 ? 2 : len < 1 << 28 ? 3 : 4;
-    if (this.pos + extra > this.buf.length) this.grow(extra);
-    this.buf.copyWithin(start + extra, start, this.pos);
-    let p = start - 1;
-    let v = len;
-    while (v > 127) {
-      this.buf[p++] = (v & 127) | 128;
-      v = Math.floor(v / 128);
-    }
-    this.buf[p] = v;
-    this.pos += extra;
+    this.placeLength(start, 1);
   }
 
   /**
@@ -339,25 +324,26 @@ export class ProtoWriter {
       this.buf[start - 1] = len >>> 7;
       return;
     }
-    if (len < 128) {
-      // one length byte: the content moves back by one
-      this.buf.copyWithin(start - 1, start, this.pos);
-      this.buf[start - 2] = len;
-      this.pos--;
-      return;
-    }
-    // 16 KiB or more: the content moves on by what the length needs beyond the two bytes
-    const extra = varintSize(len) - 2;
-    if (this.pos + extra > this.buf.length) this.grow(extra);
-    this.buf.copyWithin(start + extra, start, this.pos);
-    let p = start - 2;
+    this.placeLength(start, 2);
+  }
+
+  /**
+   * The minimal varint length of the message from `start` to here, written in the `reserved`
+   * bytes before it; the content moves on (or back) by what the length needs beyond them.
+   */
+  private placeLength(start: number, reserved: number): void {
+    const len = this.pos - start;
+    const shift = varintSize(len) - reserved;
+    if (shift > 0 && this.pos + shift > this.buf.length) this.grow(shift);
+    if (shift !== 0) this.buf.copyWithin(start + shift, start, this.pos);
+    let p = start - reserved;
     let v = len;
     while (v > 127) {
       this.buf[p++] = (v & 127) | 128;
       v = Math.floor(v / 128);
     }
     this.buf[p] = v;
-    this.pos += extra;
+    this.pos += shift;
   }
 
   /**
