@@ -22,9 +22,6 @@ export class DirectSink implements AttributeSink {
   private captured = 0;
   /** The join's users as encoded attribute blocks, per kind of user (setUser). */
   private readonly userBlocks = new Map<UserAttributeNames, Map<FoundUser, { readonly space: object }>>();
-  /** Whether the body of the last `wanted` read one of a kind's user attributes (setUser). */
-  private userWantedOf: Map<string, string> | undefined;
-  private readonly userWanted = new Map<UserAttributeNames, boolean>();
 
   constructor(private readonly bodyWanted: (plan: TypePlan, family: Family) => Map<string, string>) {}
 
@@ -73,17 +70,8 @@ export class DirectSink implements AttributeSink {
    * reads none of them (its values must be kept then: false, and they are set one by one).
    */
   setUser(names: UserAttributeNames, u: FoundUser): boolean {
-    if (this.wanted !== this.userWantedOf) {
-      this.userWantedOf = this.wanted;
-      this.userWanted.clear();
-    }
-    let wanted = this.userWanted.get(names);
-    if (wanted === undefined) {
-      const w = this.wanted;
-      wanted = w !== undefined && (w.has(names.name) || w.has(names.email) || w.has(names.fullName));
-      this.userWanted.set(names, wanted);
-    }
-    if (wanted) return false;
+    const w = this.wanted;
+    if (w !== undefined && (w.has(names.name) || w.has(names.email) || w.has(names.fullName))) return false;
     const out = this.out;
     let blocks = this.userBlocks.get(names);
     if (blocks === undefined) this.userBlocks.set(names, (blocks = new Map()));

@@ -680,7 +680,7 @@ export class RecordMapper {
     const roleId = rec.get('siteRoleId');
     const roles = typeof roleId === 'number' ? SITE_ROLES.get(roleId) : typeof roleId === 'bigint' ? SITE_ROLES.get(Number(roleId)) : undefined;
     if (roles !== undefined) {
-      sink.set(ATTR_USER_ROLES, roles as unknown as string[]);
+      sink.set(ATTR_USER_ROLES, roles);
       sink.from?.(ATTR_USER_ROLES, 'siteRoleId');
     }
     if (impersonated(rec)) sink.set(ATTR_IMPERSONATED, true);
@@ -794,7 +794,7 @@ function setOwn(o: Record<string, AttrValue>, name: string, v: AttrValue): void 
 }
 
 /** A site role id's name as a one-item array (shared by every record: read-only). */
-const SITE_ROLES: ReadonlyMap<number, readonly [string]> = new Map([...SITE_ROLE_NAMES].map(([id, name]) => [id, [name] as const]));
+const SITE_ROLES: ReadonlyMap<number, string[]> = new Map([...SITE_ROLE_NAMES].map(([id, name]) => [id, [name]]));
 
 /** A site record's initiating user is not its actor (both non-empty strings); a scanned line's bytes are compared, no string made. */
 function impersonated(rec: RecordFields): boolean {
@@ -836,9 +836,10 @@ function putTarget(sink: AttributeSink, name: string, spec: string, rec: RecordF
   if (rec instanceof FlatJsonLine) {
     for (const n of names) {
       const i = rec.indexOf(n);
-      if (i < 0 || rec.isNull(i) || (rec.isString(i) && !rec.isNonEmptyString(i))) continue;
-      if (rec.isString(i)) sink.setField(name, rec, i);
-      else sink.set(name, jsonText(rec.value(i)));
+      if (i < 0 || rec.isNull(i)) continue;
+      if (!rec.isString(i)) sink.set(name, jsonText(rec.value(i)));
+      else if (rec.isNonEmptyString(i)) sink.setField(name, rec, i);
+      else continue;
       sink.from?.(name, n);
       return;
     }
