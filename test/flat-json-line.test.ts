@@ -173,4 +173,29 @@ describe('FlatJsonLine', () => {
     // most generated lines are plain flat records: the fast path must take them
     expect(accepted).toBeGreaterThan(1000);
   });
+
+  it('gives every repeated value its own text: short values are interned by their bytes, compared in full', () => {
+    const s = new FlatJsonLine();
+    // values of one length that differ only in bytes the table's hash does not read (it reads
+    // five), so they share a slot; UTF-8 values beside ASCII ones of the same bytes' length;
+    // values either side of the interned length; the empty string
+    const base = 'a'.repeat(40);
+    const variants = [base, `${base.slice(0, 3)}b${base.slice(4)}`, `${base.slice(0, 7)}c${base.slice(8)}`, `${base.slice(0, 33)}d${base.slice(34)}`];
+    const others = ['Zoë', 'Zoe\u0301', 'é€', 'x'.repeat(48), 'x'.repeat(49), `${'x'.repeat(47)}y`, '', 'success', 'POST'];
+    const values = [...variants, ...others];
+    let seed = 7;
+    const rnd = (n: number): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    for (let n = 0; n < 2000; n++) {
+      const line = { a: values[rnd(values.length)]!, b: values[rnd(values.length)]!, c: values[rnd(values.length)]! };
+      const text = JSON.stringify(line);
+      expect(checkAgainstJsonParse(s, text), text).toBe(true);
+      // the same field read twice on a line is the same string; a slot's string is never another value's
+      expect(s.value(0)).toBe(line.a);
+      expect(s.get('b')).toBe(line.b);
+      expect(s.value(2)).toBe(line.c);
+    }
+  });
 });

@@ -26,6 +26,12 @@ export const KIND_STRING_UTF8 = 6;
 const MAX_NAMES = 20_000;
 /** Fields per line handled here; a wider line falls back. */
 const MAX_FIELDS = 1024;
+/**
+ * String values of up to this many bytes are interned (see materialise): a table of
+ * VALUE_SLOTS entries, each the value's bytes and its string.
+ */
+const MAX_INTERNED_BYTES = 48;
+const VALUE_SLOTS = 4096;
 
 /** Buffer's own decoders (what toString calls after checking its arguments). */
 interface LatinSlicing {
@@ -78,6 +84,10 @@ export class FlatJsonLine implements RecordFields {
   private readonly byHash = new Map<number, InternedName>();
   private readonly byName = new Map<string, InternedName>();
   private gen = 0;
+  /** Interned string values: slot → the string, its bytes (MAX_INTERNED_BYTES a slot) and their length. */
+  private readonly valueStrings: Array<string | undefined> = new Array<string | undefined>(VALUE_SLOTS).fill(undefined);
+  private readonly valueBytes = new Uint8Array(VALUE_SLOTS * MAX_INTERNED_BYTES);
+  private readonly valueLengths = new Uint8Array(VALUE_SLOTS);
 
   /**
    * Scans `buf[start, end)` (one line, no newline). True when the line is a flat JSON object this
@@ -278,9 +288,8 @@ export class FlatJsonLine implements RecordFields {
   private materialise(i: number): AttrValue {
     switch (this.kinds[i]) {
       case KIND_STRING:
-        return (this.buf as unknown as LatinSlicing).latin1Slice(this.starts[i]!, this.ends[i]!); // ASCII only: latin1 is UTF-8
       case KIND_STRING_UTF8:
-        return (this.buf as unknown as LatinSlicing).utf8Slice(this.starts[i]!, this.ends[i]!);
+        return this.string(this.starts[i]!, this.ends[i]!, this.kinds[i] === KIND_STRING);
       case KIND_NUMBER:
         return this.number(i);
       case KIND_TRUE:
@@ -290,6 +299,35 @@ export class FlatJsonLine implements RecordFields {
       default:
         return null;
     }
+  }
+
+  /**
+   * The string of the bytes buf[start, end): short ones looked up in a table of those made
+   * before (the same bytes, compared in full, give the same string), so that a value repeated
+   * across lines (a site, an outcome, a method, a user's LUID, a view's name) is neither decoded
+   * nor allocated again, and a Map keyed by it finds its hash already computed.
+   */
+  private string(start: number, end: number, ascii: boolean): string {
+    const buf = this.buf;
+    const len = end - start;
+    if (len > MAX_INTERNED_BYTES || len === 0) return decode(buf, start, end, ascii);
+    // a hash of the length and five of the bytes (the values are short; a collision only costs a decode)
+    let h = (len << 24) ^ (buf[start]! << 16) ^ (buf[end - 1]! << 8) ^ buf[start + (len >> 1)]!;
+    h = Math.imul(h ^ buf[start + (len >> 2)]! ^ (buf[end - 1 - (len >> 2)]! << 4), 0x9e3779b1);
+    const slot = (h ^ (h >>> 15)) & (VALUE_SLOTS - 1);
+    const at = slot * MAX_INTERNED_BYTES;
+    const bytes = this.valueBytes;
+    const known = this.valueStrings[slot];
+    if (known !== undefined && this.valueLengths[slot] === len) {
+      let j = 0;
+      while (j < len && bytes[at + j] === buf[start + j]) j++;
+      if (j === len) return known;
+    }
+    const made = decode(buf, start, end, ascii);
+    for (let j = 0; j < len; j++) bytes[at + j] = buf[start + j]!;
+    this.valueLengths[slot] = len;
+    this.valueStrings[slot] = made;
+    return made;
   }
 
   /**
@@ -319,6 +357,12 @@ export class FlatJsonLine implements RecordFields {
     }
     return integerLiteral(literal);
   }
+}
+
+/** A string value's text: latin1 is UTF-8 for ASCII bytes, and the cheaper decode. */
+function decode(buf: Buffer, start: number, end: number, ascii: boolean): string {
+  const b = buf as unknown as LatinSlicing;
+  return ascii ? b.latin1Slice(start, end) : b.utf8Slice(start, end);
 }
 
 const TRUE = [0x74, 0x72, 0x75, 0x65];
