@@ -247,6 +247,38 @@ describe("a record's uid from its object and line", () => {
   });
 });
 
+describe("a record's time read from a scanned line's bytes", () => {
+  it('is the same on the three paths for every shape of eventTime, and a bad one is refused with the same reason', () => {
+    const times = [
+      '2026-11-29T10:11:12Z',
+      '2026-11-29T10:11:12.1Z',
+      '2026-11-29T10:11:59.123456789Z',
+      '2026-11-29T10:12:00.5Z', // the next minute
+      '2026-11-29T23:59:59.999Z',
+      '2026-11-30T00:00:00Z', // the next day
+      '2024-02-29T12:00:00Z',
+      '2026-11-29T10:11:12.1234567891Z', // ten digits: the general path
+      '2026-11-29T11:11:12+01:00',
+      '2026-11-29 10:11:12Z',
+      '2016-12-31T23:59:60Z', // a leap second
+      '1969-12-31T23:59:59Z', // before 1970: refused
+      '2026-02-30T10:11:12Z', // not a date
+      '2026-11-29T10:11:1xZ',
+      '2026-11-29T10:11:12.Z',
+      '2026-11-29T10:11:12ZZ',
+      'Zoë-11-29T10:11:12.123Z',
+      '',
+    ];
+    // each time twice, apart and after its neighbours, so that the minute kept between records is crossed both ways
+    const items = [...times, ...times.slice().reverse()].map((eventTime, i) => ({ key: 'pod=p1/siteLuid=s1/eventType=hist_access_view/part-0.txt', value: { eventTime, actorUserLuid: 'u1' }, line: i + 1 }));
+    const { viaObjects, viaDirect, scannedLines } = both(items);
+    expect(scannedLines).toBe(items.length);
+    expect(viaDirect).toEqual(viaObjects);
+    // (11 of the 18 are times OTLP carries: 2 x 11 records)
+    expect(viaObjects).toHaveLength(22);
+  });
+});
+
 describe('integers beyond 2^53: the three paths agree, digit for digit', () => {
   it('2^53+1, INT64_MAX, INT64_MIN, INT64_MAX+1, -2^63-1, 1e300, 12345678901234567890', () => {
     const key = 'pod=p/siteLuid=s/y=2026/m=11/d=29/h=10/eventType=vizql_http_request/f.txt';

@@ -10,7 +10,7 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import { loadCatalog, type Catalog, type EventTypeEntry } from '../src/mapping/catalog.js';
 import { RecordMapper, snakeCase, type ObjectMappingContext, type MapResult } from '../src/mapping/record-mapper.js';
-import { parseEventTime } from '../src/mapping/event-time.js';
+import { eventTimeParts, parseEventTime, parseEventTimeBytes, toUnixNanos } from '../src/mapping/event-time.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
 
@@ -868,6 +868,27 @@ describe('parseEventTime', () => {
     expect(parseEventTime('2024-06-16T18:03:61Z')).toBeUndefined();
     expect(parseEventTime('2024-06-16T18:03-47Z')).toBeUndefined();
     expect(parseEventTime('2024-06-16T18:03:60Z')).toBe(BigInt(Date.UTC(2024, 5, 16, 18, 4, 0)) * 1_000_000n);
+  });
+
+  it("reads a time from its UTF-8 bytes inside a larger buffer as from its text, sharing the minute kept between them", () => {
+    const texts = ['2024-06-16T18:03:47.203309Z', '2024-06-16T18:03:48Z', '2024-06-16T18:04:00.1Z', '2024-06-17T00:00:00.123456789Z', '2024-06-16T18:03:47.203309Z'];
+    for (const [i, t] of [...texts, ...texts.slice().reverse()].entries()) {
+      const buf = Buffer.from(`{"eventTime":"${t}"}`);
+      const start = buf.indexOf(t);
+      // bytes and text in turn: each reads a minute the other kept last
+      const fromBytes = parseEventTimeBytes(buf, start, start + t.length) ? toUnixNanos(eventTimeParts.seconds, eventTimeParts.nanos) : undefined;
+      const fromText = parseEventTime(t);
+      expect(fromBytes, `${i}: ${t}`).toBe(fromText);
+      expect(fromBytes).toBe(BigInt(Date.parse(t.replace(/(\.\d{3})\d*Z$/, '$1Z'))) * 1_000_000n + BigInt(((/\.(\d+)Z$/.exec(t)?.[1] ?? '') + '000000000').slice(3, 9)));
+    }
+    // what is not the common shape is not read here (false: the text's way reads it), and leaves the last time as it was
+    parseEventTimeBytes(Buffer.from(texts[0]!), 0, texts[0]!.length);
+    const kept = { ...eventTimeParts };
+    for (const t of ['2024-06-16T18:03:47+01:00', '2024-06-16T18:03:60Z', '2024-06-16T18:03:4xZ', '2024-02-30T18:03:47Z', '2024-06-16T18:03:47.Z', '2024-06-16T18:03:47.1234567891Z', '2024-06-16 18:03:47Z', 'x024-06-16T18:03:47Z']) {
+      const b = Buffer.from(`"${t}"`);
+      expect(parseEventTimeBytes(b, 1, b.length - 1), t).toBe(false);
+      expect(eventTimeParts).toEqual(kept);
+    }
   });
 
   it.each([

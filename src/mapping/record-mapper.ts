@@ -14,8 +14,8 @@ import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, MappedLogRecord, ResourceDescriptor, ResourceValue } from './log-record.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import type { WrapperFields } from '../decoding/wrapped-line.js';
-import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
-import { eventTimeParts, fitsUnixNanos, parseEventTimeParts, toUnixNanos } from './event-time.js';
+import { FlatJsonLine, KIND_STRING, type RecordFields } from '../decoding/flat-json-line.js';
+import { eventTimeParts, fitsUnixNanos, parseEventTimeBytes, parseEventTimeParts, toUnixNanos } from './event-time.js';
 import { NamedUser, compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
 import { jsonText } from '../core/json-text.js';
@@ -486,14 +486,17 @@ export class RecordMapper {
     ctx: ObjectMappingContext,
     sink: AttributeSink,
   ): { ok: false; reason: string; dropped?: true } | { ok: true; seconds: number; nanos: number; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined } {
-    const eventTime = rec.get('eventTime');
-    if (!parseEventTimeParts(eventTime)) {
+    // (a scanned line's time is read from its bytes: no string made for it)
+    const ti = rec.indexOf('eventTime');
+    const timeBytes = ti >= 0 && rec instanceof FlatJsonLine && rec.kinds[ti] === KIND_STRING;
+    if (!(timeBytes && parseEventTimeBytes(rec.buf, rec.starts[ti]!, rec.ends[ti]!)) && !parseEventTimeParts(ti < 0 ? undefined : rec.value(ti))) {
+      const eventTime = ti < 0 ? undefined : rec.value(ti);
       return { ok: false, reason: eventTime == null ? 'missing eventTime' : `unparseable eventTime ${JSON.stringify(String(eventTime)).slice(0, 80)}` };
     }
     const { seconds, nanos } = eventTimeParts;
     if (!fitsUnixNanos(seconds, nanos)) {
       // OTLP's time_unix_nano is an unsigned count of nanoseconds since 1970
-      return { ok: false, reason: `eventTime outside what OTLP can carry (1970 to 2554): ${JSON.stringify(String(eventTime)).slice(0, 80)}` };
+      return { ok: false, reason: `eventTime outside what OTLP can carry (1970 to 2554): ${JSON.stringify(String(rec.value(ti))).slice(0, 80)}` };
     }
     const n = rec.size;
     if (n > this.maxAttributes) return { ok: false, reason: tooManyFields(this.maxAttributes) };
