@@ -198,4 +198,40 @@ describe('FlatJsonLine', () => {
       expect(s.value(2)).toBe(line.c);
     }
   });
+
+  it('reads strings four bytes at a time wherever the line lies: every offset in its memory, shared or not, a special byte at every place in a word', () => {
+    const s = new FlatJsonLine();
+    // each special byte (quote's escape, backslash, a control character, a non-ASCII letter,
+    // a space and '!' which are ordinary) at each position of a string of 1 to 12 bytes
+    const specials = ['\\"', '\\\\', '\\n', '\\u0001', 'é', '😀', ' ', '!', '~', '\u007f'];
+    const texts: string[] = [];
+    for (let len = 0; len <= 12; len++) {
+      for (const sp of specials) for (let at = 0; at <= len; at++) texts.push(JSON.stringify({ a: 'x'.repeat(at), b: `${'y'.repeat(at)}${JSON.parse(`"${sp}"`)}${'z'.repeat(len - at)}`, c: 1 }));
+    }
+    // lines that are not JSON: a string that the line's end cuts, a raw control character, a raw byte 0xff
+    const broken = [Buffer.from('{"a":"abcdefgh'), Buffer.from('{"a":"abc\u0001defgh"}'), Buffer.concat([Buffer.from('{"a":"abcd'), Buffer.from([0xff]), Buffer.from('efgh"}')])];
+    for (const shared of [false, true]) {
+      for (let offset = 0; offset < 8; offset++) {
+        for (const text of texts) {
+          const line = Buffer.from(text);
+          const memory = shared ? new SharedArrayBuffer(line.length + 16) : new ArrayBuffer(line.length + 16);
+          const buf = Buffer.from(memory, offset, line.length + 4);
+          buf.fill(0x22); // quotes around the line: a scan that read past its end would find one
+          line.copy(buf, 2);
+          const ok = s.scan(buf, 2, 2 + line.length);
+          // (an escape is JSON.parse's to read: declined)
+          expect(ok, `${text} at ${offset}`).toBe(!text.includes('\\'));
+          const expected = JSON.parse(text) as Record<string, unknown>;
+          if (ok) expect([s.value(0), s.value(1), s.value(2)], `${text} at ${offset}`).toEqual([expected['a'], expected['b'], expected['c']]);
+        }
+        for (const line of broken) {
+          const memory = shared ? new SharedArrayBuffer(line.length + 16) : new ArrayBuffer(line.length + 16);
+          const buf = Buffer.from(memory, offset, line.length + 4);
+          buf.fill(0x22);
+          line.copy(buf, 2);
+          expect(s.scan(buf, 2, 2 + line.length), `${line.toString('latin1')} at ${offset}`).toBe(false);
+        }
+      }
+    }
+  });
 });
