@@ -247,6 +247,24 @@ describe("a record's uid from its object and line", () => {
   });
 });
 
+describe("a scanned line's string values copied into the request", () => {
+  it('are the same bytes on the three paths for every length up to past the copy by words, at every offset of line and request', () => {
+    const items: Array<{ key: string; value: unknown; line: number }> = [];
+    for (let len = 0; len <= 56; len++) {
+      for (let shift = 0; shift < 4; shift++) {
+        // a value of distinct bytes (so a word copied to the wrong place shows), another
+        // field before it whose length moves it in the line and in the request, one non-ASCII
+        const v = Array.from({ length: len }, (_, i) => String.fromCharCode(0x21 + ((i * 7 + len) % 90))).join('').replace(/["\\]/g, 'q');
+        items.push({ key: 'pod=p1/siteLuid=s1/eventType=hist_access_view/part-0.txt', value: { eventTime: '2026-11-29T10:11:12Z', actorUserLuid: 'u'.repeat(shift + 1), workbookName: v, viewName: `é${v}` }, line: items.length + 1 });
+      }
+    }
+    const { viaObjects, viaDirect, scannedLines } = both(items);
+    expect(scannedLines).toBe(items.length);
+    expect(viaDirect).toEqual(viaObjects);
+    expect(viaObjects.map((r) => r.attributes['tableau.workbook_name'] ?? '')).toEqual(items.map((i) => (i.value as { workbookName: string }).workbookName));
+  });
+});
+
 describe("a record's time read from a scanned line's bytes", () => {
   it('is the same on the three paths for every shape of eventTime, and a bad one is refused with the same reason', () => {
     const times = [

@@ -214,10 +214,36 @@ export class ProtoWriter {
     this.stringAttributeHead(fieldTag, key, end - start);
     const buf = this.buf;
     let p = this.pos;
-    // a byte loop costs ~1.2 ns a byte, a native copy ~55 ns whatever the size (measured)
-    if (end - start <= 48) for (let i = start; i < end; i++) buf[p++] = src[i]!;
-    else p += src.copy(buf, p, start, end);
+    // a native copy costs ~55 ns whatever the size; a short value is copied here, four bytes a
+    // step (unaligned 32-bit loads and stores through DataViews), its last 0-3 bytes one by one
+    if (end - start <= 48) {
+      let i = start;
+      if (end - start >= 8) {
+        if (this.viewOf !== buf) this.viewOutput(buf);
+        if (this.sourceOf !== src) this.viewSource(src);
+        const to = this.view;
+        const from = this.sourceView;
+        for (; i + 4 <= end; i += 4, p += 4) to.setInt32(p, from.getInt32(i, true), true);
+      }
+      for (; i < end; i++) buf[p++] = src[i]!;
+    } else p += src.copy(buf, p, start, end);
     this.pos = p;
+  }
+
+  /** DataViews of the output buffer and of the last source of stringAttribute's values (made when either changes). */
+  private view: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
+  private viewOf: Buffer | undefined;
+  private sourceView: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
+  private sourceOf: Buffer | undefined;
+
+  private viewOutput(buf: Buffer): void {
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.viewOf = buf;
+  }
+
+  private viewSource(src: Buffer): void {
+    this.sourceView = new DataView(src.buffer, src.byteOffset, src.byteLength);
+    this.sourceOf = src;
   }
 
   /**
