@@ -234,4 +234,25 @@ describe('FlatJsonLine', () => {
       }
     }
   });
+
+  it("tells a field's name from the name at its place on the line before, whatever byte differs, wherever the line lies", () => {
+    const s = new FlatJsonLine();
+    // names of 1 to 13 bytes, each against the same name with one byte changed (in a whole
+    // word or in the last 1-3 bytes), longer and shorter by one, one after the other at one place
+    for (let len = 1; len <= 13; len++) {
+      const name = Array.from({ length: len }, (_, i) => String.fromCharCode(0x61 + i)).join('');
+      const others = [name.slice(0, -1) || 'z', `${name}n`];
+      for (let at = 0; at < len; at++) others.push(`${name.slice(0, at)}Z${name.slice(at + 1)}`);
+      for (const other of others) {
+        for (let offset = 0; offset < 4; offset++) {
+          for (const n of [name, other, name]) {
+            const text = `{"lead${'x'.repeat(offset)}":1,"${n}":"v"}`;
+            expect(checkAgainstJsonParse(s, text), text).toBe(true);
+            expect(s.name(1)).toBe(n);
+            expect(s.get(n)).toBe('v');
+          }
+        }
+      }
+    }
+  });
 });

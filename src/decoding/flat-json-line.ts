@@ -41,6 +41,8 @@ interface LatinSlicing {
 
 interface InternedName {
   readonly bytes: Uint8Array;
+  /** The bytes four by four as little-endian 32-bit words (the last 0-3 bytes left out). */
+  readonly words: Int32Array;
   readonly name: string;
   /** 0, 1, 2…: the order names were first seen by this scanner. */
   readonly id: number;
@@ -87,6 +89,8 @@ export class FlatJsonLine implements RecordFields {
   /** The buffer `words` views (see viewWords). */
   private wordsOf: Buffer | undefined;
   private words: Int32Array<ArrayBufferLike> = new Int32Array(0);
+  /** buf's bytes as a DataView (byte r at r): the names' unaligned loads. */
+  private view: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
   private wordOffset = 0;
   /** Interned string values: slot → the string, its bytes (MAX_INTERNED_BYTES a slot) and their length. */
   private readonly valueStrings: Array<string | undefined> = new Array<string | undefined>(VALUE_SLOTS).fill(undefined);
@@ -101,6 +105,8 @@ export class FlatJsonLine implements RecordFields {
   scan(buf: Buffer, start: number, end: number): boolean {
     this.buf = buf;
     this.size = 0;
+    if (this.wordsOf !== buf) this.viewWords(buf);
+    const view = this.view;
     const gen = ++this.gen;
     let p = skipWs(buf, start, end);
     if (p >= end || buf[p] !== 0x7b /* { */) return false;
@@ -122,9 +128,14 @@ export class FlatJsonLine implements RecordFields {
         const eb = expected.bytes;
         const el = eb.length;
         if (ks + el < end && buf[ks + el] === 0x22) {
-          let j = 0;
+          // four bytes a step (unaligned loads of the line against the name's words), the last 0-3 one by one
+          const ew = expected.words;
+          const n = ew.length;
+          let w = 0;
+          while (w < n && view.getInt32(ks + 4 * w, true) === ew[w]) w++;
+          let j = w === n ? 4 * n : el;
           while (j < el && buf[ks + j] === eb[j]) j++;
-          if (j === el) {
+          if (w === n && j === el) {
             interned = expected;
             q = ks + el;
           }
@@ -156,7 +167,6 @@ export class FlatJsonLine implements RecordFields {
         const vs = p + 1;
         let kind = KIND_STRING;
         let r = vs;
-        if (this.wordsOf !== buf) this.viewWords(buf);
         const words = this.words;
         const off = this.wordOffset;
         for (;;) {
@@ -240,6 +250,7 @@ export class FlatJsonLine implements RecordFields {
     const off = buf.byteOffset & 3;
     this.words = new Int32Array(buf.buffer, buf.byteOffset - off, (buf.byteLength + off) >> 2);
     this.wordOffset = off;
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     this.wordsOf = buf;
   }
 
@@ -256,7 +267,9 @@ export class FlatJsonLine implements RecordFields {
     if (this.byName.size >= MAX_NAMES) return undefined;
     const bytes = Uint8Array.prototype.slice.call(buf, start, end);
     const name = buf.toString('latin1', start, end);
-    const created: InternedName = { bytes, name, id: this.byName.size, next: this.byHash.get(h), gen: 0, index: 0 };
+    const words = new Int32Array(len >> 2);
+    for (let k = 0; k < words.length; k++) words[k] = bytes[4 * k]! | (bytes[4 * k + 1]! << 8) | (bytes[4 * k + 2]! << 16) | (bytes[4 * k + 3]! << 24);
+    const created: InternedName = { bytes, words, name, id: this.byName.size, next: this.byHash.get(h), gen: 0, index: 0 };
     this.byHash.set(h, created);
     this.byName.set(name, created);
     return created;
