@@ -70,6 +70,7 @@ const { values: flags } = parseArgs({
     'no-throughput': { type: 'boolean', default: false },
     baseline: { type: 'string' },
     'ours-node-flags': { type: 'string', default: '' },
+    'baseline-node-flags': { type: 'string', default: '' },
     'ours-env': { type: 'string', multiple: true, default: [] },
     enrichment: { type: 'boolean', default: false },
     'small-objects': { type: 'string', default: '0' },
@@ -90,6 +91,7 @@ if (flags.help) {
       '  --no-throughput  only the --tenants measurement\n' +
       '  --baseline DIR   also run DIR/dist/cli.js (another checkout, built) in every repetition: before/after in one run\n' +
       '  --ours-node-flags "FLAGS"  node flags for ours (not the baseline), e.g. the image\'s: --ours-node-flags=--max-semi-space-size=1\n' +
+      '  --baseline-node-flags "FLAGS"  node flags for the baseline: the same as ours\' to compare two builds as the image runs them\n' +
       '  --ours-env K=V   an environment variable for ours (not the baseline); repeatable\n' +
       '  --enrichment     also run ours with enrichment on (lookup files of 200 000 users and 5 000 sites, the corpus\'s among them) in every repetition\n' +
       '  --small-objects N  also run ours (and the baseline) on N small plain objects of 5 records in every repetition (a checkpoint of megabytes)\n',
@@ -115,6 +117,7 @@ const TENANT_IDLE_SECONDS = positiveInt('tenant-idle', flags['tenant-idle']);
 const RUN_THROUGHPUT = !flags['no-throughput'];
 /** Node flags and environment for ours only (e.g. the image's launcher: Dockerfile ENTRYPOINT and ENV), not for the baseline. */
 const OURS_NODE_FLAGS = flags['ours-node-flags'].split(/\s+/).filter((f) => f.length > 0);
+const BASELINE_NODE_FLAGS = flags['baseline-node-flags'].split(/\s+/).filter((f) => f.length > 0);
 const OURS_ENV: Record<string, string> = {};
 for (const kv of flags['ours-env']) {
   const i = kv.indexOf('=');
@@ -126,7 +129,7 @@ for (const kv of flags['ours-env']) {
 }
 /** The node arguments and environment of a run of `cli`: ours gets OURS_NODE_FLAGS and OURS_ENV. */
 function launch(cli: string, args: string[], nodeFlags: string[] = []): { args: string[]; env: NodeJS.ProcessEnv } {
-  if (cli !== CLI) return { args: [...nodeFlags, cli, ...args], env: childEnv() };
+  if (cli !== CLI) return { args: [...BASELINE_NODE_FLAGS, ...nodeFlags, cli, ...args], env: childEnv() };
   return { args: [...OURS_NODE_FLAGS, ...nodeFlags, cli, ...args], env: { ...childEnv(), ...OURS_ENV } };
 }
 const RUN_ENRICHMENT = flags.enrichment;
@@ -799,7 +802,7 @@ async function main(): Promise<number> {
     const out: string[] = [];
     out.push('');
     out.push(`tableau-activity-otel benchmark — Node ${process.version}, ${cores} cores (${cpu}), ${os.platform()} ${os.release()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the start`);
-    if (OURS_NODE_FLAGS.length > 0 || Object.keys(OURS_ENV).length > 0) out.push(`ours runs as: ${Object.entries(OURS_ENV).map(([k, v]) => `${k}=${v} `).join('')}node ${[...OURS_NODE_FLAGS, 'dist/cli.js'].join(' ')} (the baseline without)`);
+    if (OURS_NODE_FLAGS.length > 0 || Object.keys(OURS_ENV).length > 0) out.push(`ours runs as: ${Object.entries(OURS_ENV).map(([k, v]) => `${k}=${v} `).join('')}node ${[...OURS_NODE_FLAGS, 'dist/cli.js'].join(' ')} (the baseline ${BASELINE_NODE_FLAGS.length > 0 ? `as node ${BASELINE_NODE_FLAGS.join(' ')}` : 'without'})`);
     const failures: string[] = [];
     const doc: Record<string, unknown> = {
       machine: { node: process.version, cores, cpu, platform: os.platform(), release: os.release(), totalMemMb: Math.round(os.totalmem() / 1e6), loadAverageAtStart: os.loadavg() },
