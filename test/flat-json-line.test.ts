@@ -6,7 +6,7 @@
  * digits, on both sides.)
  */
 import { describe, it, expect } from 'vitest';
-import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
+import { FieldName, FlatJsonLine } from '../src/decoding/flat-json-line.js';
 import { parseJsonExact } from '../src/decoding/exact-json.js';
 
 function fieldsOf(s: FlatJsonLine): Array<[string, unknown]> {
@@ -254,5 +254,37 @@ describe('FlatJsonLine', () => {
         }
       }
     }
+  });
+
+  it('finds a FieldName as get() finds its name: before and after the name is first seen, on two scanners in turn, after a declined line', () => {
+    const a = new FlatJsonLine();
+    const b = new FlatJsonLine();
+    const outcome = new FieldName('eventOutcome');
+    const lines = [
+      '{"x":1}', // the name not seen yet
+      '{"x":1,"eventOutcome":"success"}', // seen now: found although looked for before
+      '{"eventOutcome":"failure","x":2}', // at another place
+      '{"x":3}', // not on this line
+      '{"y":1,"eventOutcome":null}',
+      '{"x":1,"eventOutcome":"half","bad":[1]}', // declined after the name was read
+    ];
+    for (const text of lines) {
+      for (const s of [a, b, a]) {
+        const ok = scan(s, text);
+        const parsed = JSON.parse(text) as Record<string, unknown>;
+        if (!ok) {
+          expect(text).toContain('[');
+          continue;
+        }
+        expect(s.field(outcome), text).toBe(s.get('eventOutcome'));
+        expect(s.field(outcome), text).toBe(parsed['eventOutcome']);
+        expect(s.indexOfField(outcome), text).toBe(Object.keys(parsed).indexOf('eventOutcome'));
+      }
+    }
+    // a line declined half-way: the same answer as indexOf (the caller parses that line instead)
+    expect(scan(a, '{"eventOutcome":"x","bad":{}}')).toBe(false);
+    expect(a.indexOfField(outcome)).toBe(a.indexOf('eventOutcome'));
+    expect(scan(a, '{"x":1}')).toBe(true);
+    expect(a.indexOfField(outcome)).toBe(-1);
   });
 });

@@ -66,6 +66,23 @@ export interface RecordFields {
   indexOf(name: string): number;
   /** Value of the field called `name`, or undefined. */
   get(name: string): unknown;
+  /** indexOf() of a name the caller holds as a FieldName (found without a lookup by string on a scanned line). */
+  indexOfField(f: FieldName): number;
+  /** get() of a FieldName. */
+  field(f: FieldName): unknown;
+}
+
+/**
+ * A field name the mapper asks for on every record (`eventTime`, `eventOutcome`, …): a scanner
+ * remembers in it the interned name it stands for, so that finding the field on a line is two
+ * comparisons instead of a lookup by string.
+ */
+export class FieldName {
+  /** The scanner that filled `entry`, and how many names it had interned then (a name not yet seen is looked for again once more are). */
+  owner: FlatJsonLine | undefined = undefined;
+  names = -1;
+  entry: InternedName | undefined = undefined;
+  constructor(readonly name: string) {}
 }
 
 export class FlatJsonLine implements RecordFields {
@@ -291,6 +308,21 @@ export class FlatJsonLine implements RecordFields {
 
   get(name: string): AttrValue | undefined {
     const i = this.indexOf(name);
+    return i < 0 ? undefined : this.value(i);
+  }
+
+  indexOfField(f: FieldName): number {
+    let e = f.entry;
+    if (f.owner !== this || (e === undefined && f.names !== this.byName.size)) {
+      e = f.entry = this.byName.get(f.name);
+      f.owner = this;
+      f.names = this.byName.size;
+    }
+    return e !== undefined && e.gen === this.gen && e.index < this.size ? e.index : -1;
+  }
+
+  field(f: FieldName): AttrValue | undefined {
+    const i = this.indexOfField(f);
     return i < 0 ? undefined : this.value(i);
   }
 

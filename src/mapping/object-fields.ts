@@ -1,5 +1,5 @@
 /** A parsed JSON object seen as a record's fields (the same interface as a scanned line, FlatJsonLine). */
-import type { RecordFields } from '../decoding/flat-json-line.js';
+import type { FieldName, RecordFields } from '../decoding/flat-json-line.js';
 
 /** A parsed JSON object's own fields, in its order (the same order as `for…in`). */
 export class ObjectFields implements RecordFields {
@@ -28,6 +28,12 @@ export class ObjectFields implements RecordFields {
   }
   get(name: string): unknown {
     return Object.hasOwn(this.rec, name) ? this.rec[name] : undefined;
+  }
+  indexOfField(f: FieldName): number {
+    return this.indexOf(f.name);
+  }
+  field(f: FieldName): unknown {
+    return this.get(f.name);
   }
 }
 

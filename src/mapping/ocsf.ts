@@ -4,7 +4,7 @@
  * the status_id of the outcome. The constant ones (class_uid, version, a fixed activity_id) are
  * the plan's constants (record-mapper.ts).
  */
-import type { RecordFields } from '../decoding/flat-json-line.js';
+import { FieldName, type RecordFields } from '../decoding/flat-json-line.js';
 import type { OcsfSpec } from './mapping-file-schema.js';
 
 /**
@@ -49,6 +49,9 @@ export function typeUid(classUid: number, activityId: number): number {
   return classUid * 100 + activityId;
 }
 
+/** Where statusIdOf finds a record's outcome. */
+const EVENT_OUTCOME = new FieldName('eventOutcome');
+
 /** A record field whose value says the record failed (the mapper's failure rules, mappings/defaults.yaml). */
 export interface FailureFieldRule {
   field: string;
@@ -67,7 +70,7 @@ export interface FailureFieldRule {
  */
 export function statusIdOf(rec: RecordFields, failed: boolean, failureFields: readonly FailureFieldRule[]): number {
   if (failed) return OCSF_STATUS_FAILURE;
-  if (rec.get('eventOutcome') === 'success') return OCSF_STATUS_SUCCESS;
+  if (rec.field(EVENT_OUTCOME) === 'success') return OCSF_STATUS_SUCCESS;
   for (const rule of failureFields) {
     const v = rec.get(rule.field);
     if (typeof v === 'boolean' && typeof rule.equals === 'boolean') return OCSF_STATUS_SUCCESS; // (not the failing value: it was not a failure)

@@ -14,7 +14,7 @@ import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, MappedLogRecord, ResourceDescriptor, ResourceValue } from './log-record.js';
 import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import type { WrapperFields } from '../decoding/wrapped-line.js';
-import { FlatJsonLine, KIND_STRING, type RecordFields } from '../decoding/flat-json-line.js';
+import { FieldName, FlatJsonLine, KIND_STRING, type RecordFields } from '../decoding/flat-json-line.js';
 import { eventTimeParts, fitsUnixNanos, parseEventTimeBytes, parseEventTimeParts, toUnixNanos } from './event-time.js';
 import { NamedUser, compileTemplate, templateFields, type ValueLookup } from './body-template.js';
 import { TenantOverrides } from './tenant-overrides.js';
@@ -82,11 +82,23 @@ export const ERROR_TYPE_OTHER = '_OTHER';
 /** An error code short and plain enough to be an `error.type` value (low cardinality). */
 const SHORT_CODE = /^[A-Za-z0-9_.:-]{1,64}$/;
 
+/** Fields read on every record, found by a scanner without a lookup by string (see FieldName). */
+const F_EVENT_TIME = new FieldName('eventTime');
+const F_EVENT_TYPE = new FieldName('eventType');
+const F_SITE_LUID = new FieldName('siteLuid');
+const F_EVENT_OUTCOME = new FieldName('eventOutcome');
+const F_EVENT_ID = new FieldName('eventId');
+const F_SITE_ROLE_ID = new FieldName('siteRoleId');
+const F_INITIATING_USER_ROLE = new FieldName('initiatingUserRole');
+const F_INITIATING_USER_LUID = new FieldName(INITIATING_USER_FIELD);
+const F_ACTOR_USER_LUID = new FieldName('actorUserLuid');
+
 /** The body placeholder of the record's `error.type` (bodyOnFailure templates). */
 export const ERROR_TYPE_PLACEHOLDER = 'errorType';
 
 interface FailureRule {
   field: string;
+  handle: FieldName;
   equals: string | boolean | undefined;
   /** Lower-cased string values that mean failure (`equals` or `oneOf`). */
   lower: ReadonlySet<string> | undefined;
@@ -178,6 +190,7 @@ export class RecordMapper {
     this.maxAttributes = options.maxAttributesPerRecord ?? DEFAULT_MAX_ATTRIBUTES_PER_RECORD;
     this.failureFields = d.severity.failureFields.map((r) => ({
       field: r.field,
+      handle: new FieldName(r.field),
       equals: r.equals,
       lower: typeof r.equals === 'string' ? new Set([r.equals.toLowerCase()]) : r.oneOf ? new Set(r.oneOf.map((v) => v.toLowerCase())) : undefined,
       present: r.present === true,
@@ -487,7 +500,7 @@ export class RecordMapper {
     sink: AttributeSink,
   ): { ok: false; reason: string; dropped?: true } | { ok: true; seconds: number; nanos: number; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined } {
     // (a scanned line's time is read from its bytes: no string made for it)
-    const ti = rec.indexOf('eventTime');
+    const ti = rec.indexOfField(F_EVENT_TIME);
     const timeBytes = ti >= 0 && rec instanceof FlatJsonLine && rec.kinds[ti] === KIND_STRING;
     if (!(timeBytes && parseEventTimeBytes(rec.buf, rec.starts[ti]!, rec.ends[ti]!)) && !parseEventTimeParts(ti < 0 ? undefined : rec.value(ti))) {
       const eventTime = ti < 0 ? undefined : rec.value(ti);
@@ -508,7 +521,7 @@ export class RecordMapper {
         }
       }
     }
-    const typeField = rec.get('eventType');
+    const typeField = rec.field(F_EVENT_TYPE);
     const recordType = typeof typeField === 'string' && typeField !== '' ? typeField : undefined;
     const eventType = ctx.keyInfo.eventType ?? recordType ?? UNKNOWN_EVENT_TYPE;
     const plan = this.plan(eventType);
@@ -516,7 +529,7 @@ export class RecordMapper {
     if (!plan.entry) this.drifted(this.drift.unknownEventTypes, 'eventType', eventType);
     const family: Family = plan.family ?? guessFamily(rec);
 
-    const siteField = rec.get('siteLuid');
+    const siteField = rec.field(F_SITE_LUID);
     const siteLuid = typeof siteField === 'string' ? siteField : ctx.keyInfo.siteLuid;
     const resource = this.resourceFor(family, siteLuid, ctx.keyInfo);
 
@@ -524,14 +537,14 @@ export class RecordMapper {
     // and by the record's own failure fields; a tenant's fixed severity replaces it.
     let severity: Severity = plan.typeSeverity ?? (plan.alwaysFails ? 'WARN' : 'INFO');
     let failed = plan.alwaysFails;
-    const outcome = rec.get('eventOutcome');
+    const outcome = rec.field(F_EVENT_OUTCOME);
     const failedOutcome = typeof outcome === 'string' ? this.outcomeSeverity.get(outcome) : undefined;
     if (failedOutcome) {
       failed = true;
       if (SEVERITY_RANK[failedOutcome] > SEVERITY_RANK[severity]) severity = failedOutcome;
     }
     for (const rule of this.failureFields) {
-      const v = rec.get(rule.field);
+      const v = rec.field(rule.handle);
       if (v === undefined || v === null) continue;
       const hit = rule.present ? v !== '' : rule.lower !== undefined ? typeof v === 'string' && rule.lower.has(v.toLowerCase()) : v === rule.equals;
       if (!hit) continue;
@@ -542,7 +555,7 @@ export class RecordMapper {
     if (plan.severity) severity = plan.severity;
     sink.head?.(plan, family, resource, seconds, nanos, severity);
 
-    const eventId = rec.get('eventId');
+    const eventId = rec.field(F_EVENT_ID);
     if (typeof eventId === 'string' && eventId !== '') sink.set(ATTR_LOG_RECORD_UID, eventId);
     else if (!sink.setLineUid?.(ctx.uidPrefix, line)) sink.set(ATTR_LOG_RECORD_UID, `${ctx.uidPrefix}:${line}`);
     if (!sink.setConstants?.(plan)) for (const [k, v] of plan.constants) sink.set(k, v);
@@ -660,7 +673,7 @@ export class RecordMapper {
       read(ATTR_TARGET_USER_ID),
       head.plan.entry?.target?.type === 'user',
       // (the initiating user is named apart only under impersonation, which setIdentity marks)
-      head.family === 'site' && sink.has(ATTR_IMPERSONATED) ? head.rec.get(INITIATING_USER_FIELD) : undefined,
+      head.family === 'site' && sink.has(ATTR_IMPERSONATED) ? head.rec.field(F_INITIATING_USER_LUID) : undefined,
       siteLuid,
     );
   }
@@ -673,14 +686,14 @@ export class RecordMapper {
    */
   private setIdentity(sink: AttributeSink, family: Family, rec: RecordFields): void {
     if (family === 'tenant') {
-      const role = rec.get('initiatingUserRole');
+      const role = rec.field(F_INITIATING_USER_ROLE);
       if (typeof role === 'string' && role !== '') {
         sink.set(ATTR_USER_ROLES, [role]);
         sink.from?.(ATTR_USER_ROLES, 'initiatingUserRole');
       }
       return;
     }
-    const roleId = rec.get('siteRoleId');
+    const roleId = rec.field(F_SITE_ROLE_ID);
     const roles = typeof roleId === 'number' ? SITE_ROLES.get(roleId) : typeof roleId === 'bigint' ? SITE_ROLES.get(Number(roleId)) : undefined;
     if (roles !== undefined) {
       sink.set(ATTR_USER_ROLES, roles);
@@ -802,12 +815,12 @@ const SITE_ROLES: ReadonlyMap<number, string[]> = new Map([...SITE_ROLE_NAMES].m
 /** A site record's initiating user is not its actor (both non-empty strings); a scanned line's bytes are compared, no string made. */
 function impersonated(rec: RecordFields): boolean {
   if (rec instanceof FlatJsonLine) {
-    const i = rec.indexOf('initiatingUserLuid');
-    const a = rec.indexOf('actorUserLuid');
+    const i = rec.indexOfField(F_INITIATING_USER_LUID);
+    const a = rec.indexOfField(F_ACTOR_USER_LUID);
     return i >= 0 && a >= 0 && rec.isNonEmptyString(i) && rec.isNonEmptyString(a) && !rec.sameString(i, a);
   }
-  const initiating = rec.get('initiatingUserLuid');
-  const actor = rec.get('actorUserLuid');
+  const initiating = rec.field(F_INITIATING_USER_LUID);
+  const actor = rec.field(F_ACTOR_USER_LUID);
   return typeof initiating === 'string' && typeof actor === 'string' && initiating !== '' && actor !== '' && initiating !== actor;
 }
 
@@ -838,31 +851,31 @@ function putTarget(sink: AttributeSink, name: string, spec: string, rec: RecordF
   const names = alternatives(spec);
   if (rec instanceof FlatJsonLine) {
     for (const n of names) {
-      const i = rec.indexOf(n);
+      const i = rec.indexOfField(n);
       if (i < 0 || rec.isNull(i)) continue;
       if (!rec.isString(i)) sink.set(name, jsonText(rec.value(i)));
       else if (rec.isNonEmptyString(i)) sink.setField(name, rec, i);
       else continue;
-      sink.from?.(name, n);
+      sink.from?.(name, n.name);
       return;
     }
     return;
   }
   for (const n of names) {
-    const v = rec.get(n);
+    const v = rec.field(n);
     if (v === null || v === undefined || v === '') continue;
     sink.set(name, typeof v === 'string' ? v : jsonText(v));
-    sink.from?.(name, n);
+    sink.from?.(name, n.name);
     return;
   }
 }
 
-const alternativesCache = new Map<string, readonly string[]>();
-/** `a|b` → ['a', 'b'] (target specs, split once). */
-function alternatives(spec: string): readonly string[] {
+const alternativesCache = new Map<string, readonly FieldName[]>();
+/** `a|b` → the fields a and b (target specs, split once). */
+function alternatives(spec: string): readonly FieldName[] {
   let out = alternativesCache.get(spec);
   if (!out) {
-    out = spec.split('|').map((n) => n.trim());
+    out = spec.split('|').map((n) => new FieldName(n.trim()));
     alternativesCache.set(spec, out);
   }
   return out;
