@@ -45,6 +45,23 @@ describe("the bench's hot-path measure", () => {
     expect(bytes).toBeGreaterThan(Number(lines[1]![3]) + 300 * 'adaada@example.comAda Lovelace'.length);
   });
 
+  it('makes the comparison in several processes, loading the builds in turn in either order, and prints each and their median and range', () => {
+    const r = run('--corpus', corpus, '--baseline', ROOT, '--reps', '1', '--processes', '3');
+    expect(r.status).toBe(0);
+    const each = [...r.stdout.matchAll(/^process (\d) \((this checkout|the baseline) loaded first\): (-?\d+) ms \((-?[\d.]+) %\)$/gm)];
+    expect(each.map((m) => [m[1], m[2]])).toEqual([['1', 'the baseline'], ['2', 'this checkout'], ['3', 'the baseline']]);
+    const percents = each.map((m) => Number(m[4])).sort((a, b) => a - b);
+    const summary = /over 3 processes: median (-?[\d.]+) %, from (-?[\d.]+) to (-?[\d.]+) %/.exec(r.stdout);
+    expect(summary).not.toBeNull();
+    expect(summary!.slice(1).map(Number)).toEqual([percents[1], percents[0], percents[2]].map((p) => Number(p!.toFixed(1))));
+    // (each process mapped the corpus with both builds: its counts went to standard error)
+    expect(r.stderr.match(/: 300 records,/g)).toHaveLength(6);
+    // without a baseline there is nothing to repeat
+    const alone = run('--corpus', corpus, '--processes', '2');
+    expect(alone.status).toBe(2);
+    expect(alone.stderr).toBe('hot-path: --processes needs --baseline (it repeats the comparison)\n');
+  });
+
   it('stops with the file named: no corpus folder, a lookup file line that is not JSON', () => {
     const missing = run('--corpus', path.join(work, 'nowhere'));
     expect(missing.status).toBe(2);

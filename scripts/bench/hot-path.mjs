@@ -9,7 +9,10 @@
  * every byte written), mapped and encoded to OTLP protobuf by `ChunkProcessor.process`: the
  * CPU time of a pass (`process.cpuUsage`). With `--baseline`, another checkout's build
  * (`CHECKOUT/dist`, built) is loaded beside this one and their passes alternate; the paired
- * median of the differences is reported. With `--users`/`--sites` (the bench's lookup files),
+ * median of the differences is reported; with `--processes N` that comparison is made in N
+ * processes, each loading the two builds in the other order from the one before, and the
+ * median and range of their paired medians are reported (one process is not enough: what V8
+ * compiles differs from process to process). With `--users`/`--sites` (the bench's lookup files),
  * the tenant's reference data is loaded and the records are enriched. A first pass of each is
  * left out (the compilers' warm-up): what this measures is the work once optimized, not a
  * run's start, so a gain here is larger than in a whole `run --once`.
@@ -18,6 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { parseArgs } from 'node:util';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { corpusFiles } from './corpus-files.mjs';
 
@@ -29,15 +33,49 @@ const { values: flags } = parseArgs({
     users: { type: 'string' },
     sites: { type: 'string' },
     reps: { type: 'string', default: '9' },
+    processes: { type: 'string', default: '1' },
+    'load-first': { type: 'string', default: 'baseline' },
     help: { type: 'boolean', default: false },
   },
   strict: true,
 });
 if (flags.help || !flags.corpus) {
-  process.stdout.write('npm run bench:hot-path -- --corpus DIR [--baseline CHECKOUT] [--users FILE --sites FILE] [--reps N]\n');
+  process.stdout.write('npm run bench:hot-path -- --corpus DIR [--baseline CHECKOUT [--processes N]] [--users FILE --sites FILE] [--reps N]\n');
   process.exit(flags.help ? 0 : 2);
 }
 const REPS = Number(flags.reps);
+const PROCESSES = Number(flags.processes);
+if (!Number.isInteger(PROCESSES) || PROCESSES < 1 || !['baseline', 'this'].includes(flags['load-first'])) {
+  process.stderr.write(`hot-path: --processes takes a whole number from 1, --load-first baseline or this\n`);
+  process.exit(2);
+}
+if (PROCESSES > 1) {
+  // One process is not enough: what V8 compiles, and when, differs from process to process, and
+  // the same two builds can differ by several per cent one way in one process and the other way
+  // in the next. Each process here loads the two builds in the other order from the one before.
+  if (!flags.baseline) {
+    process.stderr.write('hot-path: --processes needs --baseline (it repeats the comparison)\n');
+    process.exit(2);
+  }
+  const args = process.argv.slice(2).filter((a, i, all) => a !== '--processes' && all[i - 1] !== '--processes' && !a.startsWith('--processes='));
+  /** @type {number[]} */
+  const percents = [];
+  for (let k = 0; k < PROCESSES; k++) {
+    const first = k % 2 ? 'this' : 'baseline';
+    const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...args, '--load-first', first], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const m = /paired median: (-?\d+) ms \((-?[\d.]+) %\)/.exec(r.stdout ?? '');
+    if (r.status !== 0 || !m) {
+      process.stderr.write(`hot-path: process ${k + 1} failed (status ${r.status})\n${r.stdout ?? ''}`);
+      process.exit(1);
+    }
+    percents.push(Number(m[2]));
+    process.stdout.write(`process ${k + 1} (${first === 'this' ? 'this checkout' : 'the baseline'} loaded first): ${m[1]} ms (${m[2]} %)\n`);
+  }
+  const sorted = [...percents].sort((a, b) => a - b);
+  const mid = sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+  process.stdout.write(`this checkout - baseline over ${PROCESSES} processes: median ${mid.toFixed(1)} %, from ${sorted[0].toFixed(1)} to ${sorted[sorted.length - 1].toFixed(1)} %\n`);
+  process.exit(0);
+}
 const corpus = path.resolve(flags.corpus);
 if (!fs.existsSync(corpus) || !fs.statSync(corpus).isDirectory()) {
   process.stderr.write(`hot-path: ${corpus}: not a folder\n`);
@@ -120,8 +158,16 @@ const median = (a) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-const builds = [{ name: 'this checkout', pass: await passOf(REPO_ROOT), ms: /** @type {number[]} */ ([]) }];
-if (flags.baseline) builds.unshift({ name: `baseline ${flags.baseline}`, pass: await passOf(path.resolve(flags.baseline)), ms: [] });
+// (loaded in the order asked: --processes alternates it; the baseline's passes come first either way)
+const ours = async () => ({ name: 'this checkout', pass: await passOf(REPO_ROOT), ms: /** @type {number[]} */ ([]) });
+const baseline = async () => ({ name: `baseline ${flags.baseline}`, pass: await passOf(path.resolve(/** @type {string} */ (flags.baseline))), ms: /** @type {number[]} */ ([]) });
+/** @type {Array<{ name: string, pass: () => { ms: number, records: number, out: number }, ms: number[] }>} */
+const builds = [];
+if (!flags.baseline) builds.push(await ours());
+else if (flags['load-first'] === 'this') {
+  const o = await ours();
+  builds.push(await baseline(), o);
+} else builds.push(await baseline(), await ours());
 for (const b of builds) {
   const w = b.pass();
   process.stderr.write(`[hot-path] ${b.name}: ${w.records} records, ${w.out} bytes of OTLP, warm-up ${w.ms.toFixed(0)} ms\n`);
