@@ -598,7 +598,10 @@ export class RecordMapper {
         case ROUTE_SKIP:
           continue; // eventTime: the record's timestamp
         case ROUTE_SEMCONV:
-          if (!sink.has(r.name)) {
+          // (the direct sink finds the name by the route's slot: no lookup by string)
+          if (sink.setRouted !== undefined) {
+            if (sink.setRouted(r, rec, i)) continue;
+          } else if (!sink.has(r.name)) {
             sink.setField(r.name, rec, i);
             continue;
           }
@@ -633,11 +636,12 @@ export class RecordMapper {
         case ROUTE_HTTP_METHOD:
           if (rec.isString(i) && !sink.has(ATTR_HTTP_REQUEST_METHOD)) {
             const v = rec.value(i) as string;
-            const upper = v.toUpperCase();
-            if (upper === v && KNOWN_HTTP_METHODS.has(v)) {
-              sink.setField(ATTR_HTTP_REQUEST_METHOD, rec, i);
+            // (the known methods are upper case: one of them as sent is canonical)
+            if (KNOWN_HTTP_METHODS.has(v)) {
+              if (!sink.setRouted?.(r, rec, i)) sink.setField(ATTR_HTTP_REQUEST_METHOD, rec, i);
               continue;
             }
+            const upper = v.toUpperCase();
             // semantic conventions: a canonical known method, else _OTHER; the value as sent in method_original
             sink.set(ATTR_HTTP_REQUEST_METHOD, KNOWN_HTTP_METHODS.has(upper) ? upper : HTTP_METHOD_OTHER);
             sink.from?.(ATTR_HTTP_REQUEST_METHOD, k);
