@@ -78,12 +78,18 @@ export interface RecordFields {
  * comparisons instead of a lookup by string.
  */
 export class FieldName {
-  /** The scanner that filled `entry`, and how many names it had interned then (a name not yet seen is looked for again once more are). */
-  owner: FlatJsonLine | undefined = undefined;
+  /**
+   * The scanner that filled `entry` (its number: the name does not keep a scanner alive), and
+   * how many names it had interned then (a name not yet seen is looked for again once more are).
+   */
+  owner = 0;
   names = -1;
   entry: InternedName | undefined = undefined;
   constructor(readonly name: string) {}
 }
+
+/** Scanners made so far (each one's number, FieldName.owner). */
+let scanners = 0;
 
 export class FlatJsonLine implements RecordFields {
   /** The bytes of the line being looked at (valid until the next scan). */
@@ -103,6 +109,8 @@ export class FlatJsonLine implements RecordFields {
   private readonly byHash = new Map<number, InternedName>();
   private readonly byName = new Map<string, InternedName>();
   private gen = 0;
+  /** This scanner's number (FieldName.owner): 1, 2, … */
+  private readonly serial = ++scanners;
   /** The buffer `words` views (see viewWords). */
   private wordsOf: Buffer | undefined;
   private words: Int32Array<ArrayBufferLike> = new Int32Array(0);
@@ -313,9 +321,9 @@ export class FlatJsonLine implements RecordFields {
 
   indexOfField(f: FieldName): number {
     let e = f.entry;
-    if (f.owner !== this || (e === undefined && f.names !== this.byName.size)) {
+    if (f.owner !== this.serial || (e === undefined && f.names !== this.byName.size)) {
       e = f.entry = this.byName.get(f.name);
-      f.owner = this;
+      f.owner = this.serial;
       f.names = this.byName.size;
     }
     return e !== undefined && e.gen === this.gen && e.index < this.size ? e.index : -1;
