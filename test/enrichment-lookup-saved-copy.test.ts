@@ -206,6 +206,26 @@ describe('a lookup file’s saved copy', () => {
     expect(r.list).toEqual([`the saved copy ${copyPath} is not used: the header is not JSON; the file is parsed`]);
   });
 
+  it('a copy an earlier release wrote (an older table layout) is made again from the file without a warning', async () => {
+    const { file, copyPath, parsed: good } = await parsedAndSaved(['ada', 'alan', 'grace']);
+    const bytes = readFileSync(copyPath, 'latin1');
+    expect(bytes).toMatch(/"tableVersion":2,/);
+    writeFileSync(copyPath, bytes.replace('"tableVersion":2,', '"tableVersion":1,'), 'latin1');
+    const p = problems();
+    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: p.onProblem });
+    const parsed = await w.check();
+    expect(typeof parsed !== 'string' && parsed.fromSavedCopy).toBeFalsy();
+    expect(itemsOf(parsed)).toEqual(itemsOf(good));
+    expect(p.list).toEqual([]);
+    await w.saved();
+    expect(readFileSync(copyPath, 'latin1')).toMatch(/"tableVersion":2,/);
+    // a copy of a later layout (a release rolled back) is not one this release can read: reported
+    writeFileSync(copyPath, readFileSync(copyPath, 'latin1').replace('"tableVersion":2,', '"tableVersion":3,'), 'latin1');
+    const q = problems();
+    expect(itemsOf(await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: q.onProblem }).check())).toEqual(itemsOf(good));
+    expect(q.list).toEqual([`the saved copy ${copyPath} is not used: of another format or version; the file is parsed`]);
+  });
+
   it('a copy that cannot be written is reported; the load itself stands', async () => {
     const dir = work();
     const file = join(dir, 'sites.csv');

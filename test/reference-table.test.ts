@@ -6,8 +6,8 @@
  */
 import { describe, it, expect } from 'vitest';
 import { Worker } from 'node:worker_threads';
-import { ReferenceTable } from '../src/mapping/reference-table.js';
-import { buildReferenceTable } from '../src/mapping/reference-table-builder.js';
+import { H_BLOB_BYTES, HEADER_WORDS, ReferenceTable } from '../src/mapping/reference-table.js';
+import { buildReferenceTable, UserSectionBuilder } from '../src/mapping/reference-table-builder.js';
 import type { UserReference, SiteReference } from '../src/mapping/reference-data.js';
 
 const luid = (i: number): string => `${(Math.imul(i, 2654435761) >>> 0).toString(16).padStart(8, '0')}-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
@@ -82,6 +82,60 @@ describe('reference table', () => {
     expect(t.size.users).toBe(2);
     expect(t.site('sïte')).toEqual({ id: 'sïte', name: 'Zürich', contentUrl: undefined });
     expect(t.user('ü-2')).toBeUndefined();
+  });
+
+  it('a user id that is a LUID is kept in 16 bytes and an e-mail or full name equal to the name once; lookups stay exact', () => {
+    const n = 2000;
+    // LUIDs with lowercase letters in the middle too (which the hash does not cover)
+    const lu = (i: number): string => luid(i).replace('-0000-4000-8000-', '-abcd-4ef0-8a9b-');
+    const name = (i: number): string => (i % 7 === 0 ? `jürgen.${i}@example.com` : `user.${i}@example.com`);
+    const users = (id: (i: number) => string, email: (i: number) => string): UserReference[] =>
+      Array.from({ length: n }, (_, i) => ({ id: id(i), name: name(i), email: email(i), fullName: i % 3 === 0 ? name(i) : `Full Name ${i}` }));
+    // the same users, their ids another text of 36 characters (a capital X first, capitals: not a
+    // LUID as Tableau writes it, kept as text) and each e-mail another string of the same length
+    const other = (i: number): string => `X${lu(i).slice(1).toUpperCase()}`;
+    const compact = buildReferenceTable({ users: users(lu, name), sites: [], loadedAtMs: 0 });
+    const textual = buildReferenceTable({ users: users(other, (i) => `X${name(i).slice(1)}`), sites: [], loadedAtMs: 0 });
+    // per user: 20 bytes of the id, and the e-mail's bytes but for a head of one byte (the buffers
+    // grow a MiB at a time: the entries' bytes are in the header)
+    const blobBytes = (sab: SharedArrayBuffer): number => new Int32Array(sab, 0, HEADER_WORDS)[H_BLOB_BYTES]!;
+    const saved = Array.from({ length: n }, (_, i) => 20 + Buffer.byteLength(name(i))).reduce((a, b) => a + b, 0);
+    expect(blobBytes(textual) - blobBytes(compact)).toBe(saved);
+    const t = new ReferenceTable(compact);
+    const upper = new ReferenceTable(textual);
+    for (let i = 0; i < n; i++) {
+      const u = t.user(lu(i));
+      const full = i % 3 === 0 ? name(i) : `Full Name ${i}`;
+      if (!u || u.id !== lu(i) || u.name !== name(i) || u.email !== name(i) || u.fullName !== full) throw new Error(`user ${i}: ${JSON.stringify(u)}`);
+      const v = upper.user(other(i));
+      if (!v || v.email !== `X${name(i).slice(1)}` || v.fullName !== full) throw new Error(`user ${i} (capitals): ${JSON.stringify(v)}`);
+    }
+    // near misses: only the text stored is found. The hash covers a LUID's first and last 12
+    // characters, so those differing in between reach the byte comparison.
+    const id = lu(5);
+    const at = (s: string, i: number, c: string): string => s.slice(0, i) + c + s.slice(i + 1);
+    expect(id.slice(13, 24)).toBe('-4ef0-8a9b-');
+    for (const miss of [id.toUpperCase(), at(id, 13, '_'), at(id, 18, '0'), at(id, 14, '5'), at(id, 15, 'E'), at(id, 20, 'g'), at(id, 16, 'é'), `${id.slice(0, 35)}`, `${id}0`]) {
+      expect(t.user(miss), miss).toBeUndefined();
+    }
+    expect(other(5)).not.toBe(`X${id.slice(1)}`);
+    expect(upper.user(`X${id.slice(1)}`)).toBeUndefined();
+    expect(upper.user(id)).toBeUndefined();
+    expect(upper.user(other(5))?.name).toBe(name(5));
+  });
+
+  it('a section gives its users back as they came: LUID ids as text, e-mails and full names stored as the name again, merged rows of one LUID', () => {
+    const b = new UserSectionBuilder((had, next) => ({ ...next, ...had, siteRoles: { ...next.siteRoles, ...had.siteRoles } }));
+    b.add({ id: luid(1), name: 'ada@example.com', email: 'ada@example.com', fullName: 'ada@example.com', siteRoles: { s1: 'Viewer' } });
+    b.add({ id: luid(2), name: 'grace', email: 'grace@example.com' });
+    b.add({ id: luid(1), name: 'other', siteRoles: { s2: 'Creator' } });
+    b.add({ id: 'not-a-luid', name: '', email: '' });
+    const section = b.finish();
+    expect([...section]).toEqual([
+      { id: luid(1), name: 'ada@example.com', email: 'ada@example.com', fullName: 'ada@example.com', siteRoles: { s1: 'Viewer', s2: 'Creator' } },
+      { id: luid(2), name: 'grace', email: 'grace@example.com' },
+      { id: 'not-a-luid' },
+    ]);
   });
 
   it('a reader on another thread reads the same buffer (shared, not copied)', async () => {

@@ -19,7 +19,7 @@
  * shared, the rest is a few numbers and the dictionary ({@link UserSection.transferable}).
  */
 import type { SiteReference, UserReference } from './reference-data.js';
-import { fixedView, hashOf, MAGIC, VERSION, H_BLOB_AT, H_BLOB_BYTES, H_DICT, H_DICT_AT, H_LOADED_AT_HI, H_LOADED_AT_LO, H_MAGIC, H_SITES, H_SITE_SLOTS, H_SITE_SLOTS_AT, H_USERS, H_USER_SLOTS, H_USER_SLOTS_AT, H_VERSION, HEADER_WORDS } from './reference-table.js';
+import { fixedView, hashOf, HEAD_LUID, HEAD_SAME_AS_NAME, isLuidText, luidTextAt, writeLuidBytes, MAGIC, VERSION, H_BLOB_AT, H_BLOB_BYTES, H_DICT, H_DICT_AT, H_LOADED_AT_HI, H_LOADED_AT_LO, H_MAGIC, H_SITES, H_SITE_SLOTS, H_SITE_SLOTS_AT, H_USERS, H_USER_SLOTS, H_USER_SLOTS_AT, H_VERSION, HEADER_WORDS } from './reference-table.js';
 
 /** Where the blob (the users first) starts: right after the header. */
 const blobStart = (): number => HEADER_WORDS * 4;
@@ -82,6 +82,16 @@ function writeString(buf: Buffer, at: number, s: string | undefined): number {
   return at + buf.write(s, at, len, 'utf8');
 }
 
+/** A user's id: a LUID as its 16 bytes (HEAD_LUID), any other id as a string. */
+function writeId(buf: Buffer, at: number, id: string): number {
+  return isLuidText(id) ? writeLuidBytes(buf, writeUint(buf, at, HEAD_LUID), id) : writeString(buf, at, id);
+}
+
+/** A user's e-mail or full name: HEAD_SAME_AS_NAME when it is the user's name. */
+function writeNameOrString(buf: Buffer, at: number, s: string | undefined, name: string | undefined): number {
+  return s !== undefined && s !== '' && s === name ? writeUint(buf, at, HEAD_SAME_AS_NAME) : writeString(buf, at, s);
+}
+
 /** A reader of entries in a byte array (the builder's own: decoding an entry to merge it, iterating a section). */
 class EntryReader {
   pos = 0;
@@ -98,9 +108,15 @@ class EntryReader {
     }
   }
 
-  string(): string | undefined {
+  /** The string at `pos` (`name`: the entry's name, for HEAD_SAME_AS_NAME). */
+  string(name?: string): string | undefined {
     const head = this.uint();
     if (head === 0) return undefined;
+    if (head === HEAD_SAME_AS_NAME) return name;
+    if (head === HEAD_LUID) {
+      this.pos += 16;
+      return luidTextAt(this.buf, this.pos - 16);
+    }
     const start = this.pos;
     this.pos += Math.floor(head / 2) - 1;
     return this.buf.toString(head & 1 ? 'latin1' : 'utf8', start, this.pos);
@@ -113,9 +129,9 @@ class EntryReader {
     const u: { -readonly [K in keyof UserReference]: UserReference[K] } = { id };
     const name = this.string();
     if (name !== undefined) u.name = name;
-    const email = this.string();
+    const email = this.string(name);
     if (email !== undefined) u.email = email;
-    const fullName = this.string();
+    const fullName = this.string(name);
     if (fullName !== undefined) u.fullName = fullName;
     const n = this.uint();
     if (n > 0) {
@@ -412,10 +428,10 @@ export class UserSectionBuilder {
     const need = maxStringBytes(u.id) + maxStringBytes(u.name) + maxStringBytes(u.email) + maxStringBytes(u.fullName) + 5 + roles.length * 10;
     this.room(need);
     const start = this.at;
-    let at = writeString(this.buf, start, u.id);
+    let at = writeId(this.buf, start, u.id);
     at = writeString(this.buf, at, u.name);
-    at = writeString(this.buf, at, u.email);
-    at = writeString(this.buf, at, u.fullName);
+    at = writeNameOrString(this.buf, at, u.email, u.name);
+    at = writeNameOrString(this.buf, at, u.fullName, u.name);
     at = writeUint(this.buf, at, roles.length);
     for (const [site, role] of roles) {
       at = writeUint(this.buf, at, this.index(site));

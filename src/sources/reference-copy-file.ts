@@ -210,7 +210,10 @@ async function readReferenceCopy(path: string, identity: ReferenceCopyIdentity):
     } catch {
       return { unused: 'unreadable', reason: 'the header is not JSON' };
     }
-    if (header?.format !== FORMAT || header.version !== FORMAT_VERSION || header.tableVersion !== TABLE_VERSION || !Number.isFinite(header.savedAtMs)) return { unused: 'unreadable', reason: 'of another format or version' };
+    if (header?.format !== FORMAT || header.version !== FORMAT_VERSION || !Number.isFinite(header.savedAtMs)) return { unused: 'unreadable', reason: 'of another format or version' };
+    // (a copy an earlier release wrote, its table in an older layout: made again from the origin, without a warning)
+    if (Number.isInteger(header.tableVersion) && header.tableVersion < TABLE_VERSION) return { unused: 'stale', reason: `a copy of an earlier table layout (${header.tableVersion}, now ${TABLE_VERSION})` };
+    if (header.tableVersion !== TABLE_VERSION) return { unused: 'unreadable', reason: 'of another format or version' };
     const differs = sameIdentity(identityOf(header), identity);
     if (differs) return { unused: 'stale', reason: `a copy of ${differs}` };
     const payloadAt = nl + 1;
