@@ -6,7 +6,8 @@
  */
 import { jsonText } from '../core/json-text.js';
 
-export type ValueLookup = (name: string) => unknown;
+/** A placeholder's value by name; `namesAUser`: what the template was told of the name when compiled (compileTemplate). */
+export type ValueLookup = (name: string, namesAUser: boolean) => unknown;
 
 /**
  * A placeholder's value that is a person's name (a user LUID the reference data knows, see
@@ -22,7 +23,7 @@ export function withoutUserWord(out: string): string {
   return out.endsWith('user ') && (out.length === 5 || out.charCodeAt(out.length - 6) === 0x20) ? out.slice(0, -5) : out;
 }
 
-type Part = { kind: 'text'; text: string } | { kind: 'field'; names: string[] } | { kind: 'optional'; parts: Part[] };
+type Part = { kind: 'text'; text: string } | { kind: 'field'; names: string[]; users: boolean[] } | { kind: 'optional'; parts: Part[] };
 
 export class TemplateError extends Error {}
 
@@ -43,7 +44,7 @@ function parse(template: string): Part[] {
       flush();
       const names = template.slice(i + 1, end).split('|').map((s) => s.trim());
       if (names.some((n) => !/^[A-Za-z_][A-Za-z0-9_.-]*$/.test(n))) throw new TemplateError(`bad placeholder '{${template.slice(i + 1, end)}}' at column ${i + 1}`);
-      current.push({ kind: 'field', names });
+      current.push({ kind: 'field', names, users: names.map(() => false) });
       i = end;
     } else if (c === '[') {
       if (optional) throw new TemplateError(`nested '[' at column ${i + 1}`);
@@ -88,8 +89,19 @@ function show(v: unknown): string | undefined {
   return jsonText(v);
 }
 
-export function compileTemplate(template: string): (lookup: ValueLookup) => string {
+/**
+ * `namesAUser`: which placeholder names can be a user's LUID (asked once per name here, handed
+ * to the lookup with each name: no test per record).
+ */
+export function compileTemplate(template: string, namesAUser: (placeholder: string) => boolean = () => false): (lookup: ValueLookup) => string {
   const parts = parse(template);
+  const mark = (ps: Part[]): void => {
+    for (const p of ps) {
+      if (p.kind === 'field') p.users = p.names.map(namesAUser);
+      else if (p.kind === 'optional') mark(p.parts);
+    }
+  };
+  mark(parts);
   // (a [section] is rendered after the text before it, so that a name in it can take the word `user ` before it away)
   const render = (ps: Part[], lookup: ValueLookup, strict: boolean, before: string): string | undefined => {
     let out = before;
@@ -98,8 +110,8 @@ export function compileTemplate(template: string): (lookup: ValueLookup) => stri
       else if (p.kind === 'field') {
         let v: string | undefined;
         let named = false;
-        for (const n of p.names) {
-          const raw = lookup(n);
+        for (let i = 0; i < p.names.length; i++) {
+          const raw = lookup(p.names[i]!, p.users[i]!);
           v = show(raw);
           if (v !== undefined) {
             named = raw instanceof NamedUser;

@@ -8,9 +8,6 @@ import type { AttributeSink, Route, Severity, TypePlan } from './mapping-plan.js
 import type { UserAttributeNames } from './enrichment.js';
 import type { FoundUser } from './reference-table.js';
 
-/** Users whose attributes a direct sink keeps encoded, per kind of user (actor, target, initiating). */
-const MAX_USER_BLOCKS = 4096;
-
 /** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
 export class DirectSink implements AttributeSink {
   out!: DirectRecordWriter;
@@ -20,8 +17,6 @@ export class DirectSink implements AttributeSink {
   private readonly capturedNames: string[] = [];
   private readonly capturedValues: AttrValue[] = [];
   private captured = 0;
-  /** The join's users as encoded attribute blocks, per kind of user (setUser). */
-  private readonly userBlocks = new Map<UserAttributeNames, Map<FoundUser, { readonly space: object }>>();
 
   constructor(private readonly bodyWanted: (plan: TypePlan, family: Family) => Map<string, string>) {}
 
@@ -67,23 +62,22 @@ export class DirectSink implements AttributeSink {
   /**
    * The join's name, e-mail and full name of a user (enrichment.ts) as one block, encoded the
    * first time the user is seen and copied after: when the record has none of them and its body
-   * reads none of them (its values must be kept then: false, and they are set one by one).
+   * reads none of them (its values must be kept then: false, and they are set one by one). The
+   * block is kept with the user (FoundUser.encoded, by kind of user): as many as the table's
+   * reader keeps users, and no lookup to find it again.
    */
   setUser(names: UserAttributeNames, u: FoundUser): boolean {
     const w = this.wanted;
     if (w !== undefined && (w.has(names.name) || w.has(names.email) || w.has(names.fullName))) return false;
     const out = this.out;
-    let blocks = this.userBlocks.get(names);
-    if (blocks === undefined) this.userBlocks.set(names, (blocks = new Map()));
-    let block = blocks.get(u);
+    let block = u.encoded[names.kind] as ReturnType<DirectRecordWriter['constBlock']> | undefined;
     if (block === undefined || block.space !== out.slotSpace) {
-      if (blocks.size >= MAX_USER_BLOCKS) blocks.clear();
       block = out.constBlock([
         [names.name, u.name],
         [names.email, u.email],
         [names.fullName, u.fullName],
       ]);
-      blocks.set(u, block);
+      u.encoded[names.kind] = block;
     }
     return out.writeConstBlockIfAbsent(block);
   }

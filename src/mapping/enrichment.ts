@@ -16,6 +16,8 @@ export type TenantReference = { status: 'pending' } | { status: 'loaded'; table:
 
 /** Where a user's facts go. */
 export interface UserAttributeNames {
+  /** Which kind of user (0 actor, 1 target, 2 initiating): where a writer keeps what it made of a user's attributes (FoundUser.encoded). */
+  kind: 0 | 1 | 2;
   name: string;
   email: string;
   fullName: string;
@@ -23,9 +25,10 @@ export interface UserAttributeNames {
 }
 
 /** The acting user (`user.id`). */
-export const ACTOR_USER: UserAttributeNames = { name: ATTR_USER_NAME, email: ATTR_USER_EMAIL, fullName: ATTR_USER_FULL_NAME, roles: ATTR_USER_ROLES };
+export const ACTOR_USER: UserAttributeNames = { kind: 0, name: ATTR_USER_NAME, email: ATTR_USER_EMAIL, fullName: ATTR_USER_FULL_NAME, roles: ATTR_USER_ROLES };
 /** The user the action was done to (`tableau.target.user.id`). */
 export const TARGET_USER: UserAttributeNames = {
+  kind: 1,
   name: 'tableau.target.user.name',
   email: 'tableau.target.user.email',
   fullName: 'tableau.target.user.full_name',
@@ -33,6 +36,7 @@ export const TARGET_USER: UserAttributeNames = {
 };
 /** The initiating user of a site record, when not the actor (`tableau.initiating_user_luid`, impersonation). */
 export const INITIATING_USER: UserAttributeNames = {
+  kind: 2,
   name: 'tableau.initiating_user.name',
   email: 'tableau.initiating_user.email',
   fullName: 'tableau.initiating_user.full_name',

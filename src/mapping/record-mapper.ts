@@ -260,8 +260,8 @@ export class RecordMapper {
       family: entry?.family,
       renames,
       semantics: new Map(Object.entries(entry?.semantics ?? {})),
-      body: entry?.body ? compileTemplate(entry.body) : undefined,
-      bodyOnFailure: entry?.bodyOnFailure ? compileTemplate(entry.bodyOnFailure) : undefined,
+      body: entry?.body ? compileTemplate(entry.body, namesAUser) : undefined,
+      bodyOnFailure: entry?.bodyOnFailure ? compileTemplate(entry.bodyOnFailure, namesAUser) : undefined,
       typeSeverity: entry?.severity?.default,
       alwaysFails: entry?.severity?.failure === 'always',
       derived,
@@ -444,7 +444,7 @@ export class RecordMapper {
     // with reference data, a placeholder of a user whose LUID the table knows shows the user's name
     const table = this.reference?.status === 'loaded' ? this.reference.table : undefined;
     const naming = this.bodyNaming;
-    return (n) => {
+    return (n, user) => {
       switch (n) {
         case 'eventType':
           return eventType;
@@ -461,7 +461,7 @@ export class RecordMapper {
         }
       }
       const v = read(this.bodyField(plan, family, n));
-      return table !== undefined && namesAUserCached(n) ? nameInBody(table, naming, v) : v;
+      return table !== undefined && user ? nameInBody(table, naming, v) : v;
     };
   }
 
@@ -835,17 +835,6 @@ function guessFamily(rec: RecordFields): Family {
   return 'site';
 }
 
-const userPlaceholders = new Map<string, boolean>();
-/** namesAUser (enrichment.ts), once per placeholder name. */
-function namesAUserCached(placeholder: string): boolean {
-  let v = userPlaceholders.get(placeholder);
-  if (v === undefined) {
-    v = namesAUser(placeholder);
-    if (userPlaceholders.size < 10_000) userPlaceholders.set(placeholder, v);
-  }
-  return v;
-}
-
 /**
  * A target attribute from the first of `spec`'s fields (`a|b`) the record has, not null and not
  * empty: a string as it is (a scanned line's bytes copied, no string made), anything else as
@@ -898,15 +887,16 @@ function renderBody(plan: TypePlan, eventType: string, lookup: ValueLookup, erro
 
 /** The body of event types whose mapping file has no template: a short summary, never the raw JSON. */
 function defaultBody(eventType: string, lookup: ValueLookup, errorType: string | undefined): string {
-  const named = lookup('user');
-  const user = named instanceof NamedUser ? named.text : firstString(named, lookup('actorUserId'));
+  // (namesAUser of each name, as a template's are)
+  const named = lookup('user', true);
+  const user = named instanceof NamedUser ? named.text : firstString(named, lookup('actorUserId', true));
   let body = eventType.replace(/_/g, ' ');
   if (user) body += named instanceof NamedUser ? ` by ${user}` : ` by user ${user}`;
   if (errorType !== undefined) {
     body += errorType === ERROR_TYPE_OTHER ? ' failed' : ` failed (${errorType})`;
     return body;
   }
-  const outcome = firstString(lookup('eventOutcome'), lookup('status'));
+  const outcome = firstString(lookup('eventOutcome', false), lookup('status', false));
   if (outcome) body += ` (${outcome})`;
   return body;
 }

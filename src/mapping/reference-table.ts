@@ -58,6 +58,12 @@ export interface FoundUser {
   roleOn(siteLuid: string): string | undefined;
   /** The same as a one-item array (one array per role name, reused: read-only). */
   rolesOn(siteLuid: string): readonly string[] | undefined;
+  /**
+   * What a writer made of this user's attributes, by kind of user (UserAttributeNames.kind in
+   * enrichment.ts: the direct sink's encoded blocks), kept with the user and dropped with it when
+   * the reader's cache starts afresh.
+   */
+  readonly encoded: Array<object | undefined>;
 }
 
 export interface FoundSite {
@@ -139,6 +145,11 @@ export interface ReferenceTableSize {
 // built by reference-table-builder.ts (buildReferenceTable: the users as they come, into the buffer itself)
 
 class TableUser implements FoundUser {
+  readonly encoded: Array<object | undefined> = [undefined, undefined, undefined];
+  /** The site of the last rolesOn, and its answer (a user's records are mostly on one site). */
+  private lastSite: string | undefined;
+  private lastRoles: readonly [string] | undefined;
+
   constructor(
     readonly id: string,
     readonly name: string | undefined,
@@ -154,7 +165,11 @@ class TableUser implements FoundUser {
   }
 
   rolesOn(siteLuid: string): readonly string[] | undefined {
-    return this.table.roleAt(this.rolesAt, siteLuid);
+    if (siteLuid !== this.lastSite) {
+      this.lastRoles = this.table.roleAt(this.rolesAt, siteLuid);
+      this.lastSite = siteLuid;
+    }
+    return this.lastRoles;
   }
 }
 
