@@ -85,9 +85,13 @@ describe('a lookup file’s saved copy', () => {
     expect(await again.check()).toBe('unchanged');
     expect(p.list).toEqual([]);
 
-    // the copy read back makes a table the workers can read
+    // the copy read back makes a table the workers can read, in the buffer it was read into (its slots read into their place)
     if (back.copy.kind !== 'users') throw new Error('not users');
-    const table = new ReferenceTable(back.copy.users.section.toTable([{ id: SITE_A, name: 'Finance' }], 1));
+    const read = back.copy.users.section.transferable;
+    expect(read.slots.buffer).toBe(read.buffer);
+    const sab = back.copy.users.section.toTable([{ id: SITE_A, name: 'Finance' }], 1);
+    expect(sab).toBe(read.buffer);
+    const table = new ReferenceTable(sab);
     expect(table.user('u1')).toMatchObject({ name: 'alan', email: 'alan@example.com', fullName: 'alan Example' });
     expect(table.user('u1')!.roleOn(SITE_A)).toBe('Viewer');
     expect(table.site(SITE_A)?.name).toBe('Finance');

@@ -6,7 +6,7 @@
  * it was, the same sites giving the same table back.
  */
 import { describe, expect, it } from 'vitest';
-import { ReferenceTable } from '../src/mapping/reference-table.js';
+import { H_USER_SLOTS_AT, HEADER_WORDS, ReferenceTable } from '../src/mapping/reference-table.js';
 import { UserSectionBuilder } from '../src/mapping/reference-table-builder.js';
 import { mergeUsers } from '../src/sources/reference-records.js';
 import type { SiteReference } from '../src/mapping/reference-data.js';
@@ -74,6 +74,27 @@ describe('the user section builder', () => {
     expect(t.user('user-5')?.fullName).toBe('Merged Later');
     expect(t.site('s1')?.name).toBe('Finance');
     expect(t.size.users).toBe(n);
+  });
+
+  it("the users' slots are written once, where the table keeps them: the first table is the section's own buffer with the slots in place; a later one moves them, and the section lets go of the first", () => {
+    const b = new UserSectionBuilder(mergeUsers);
+    for (let i = 0; i < 1000; i++) b.add({ id: `u${i}`, name: `user ${i}`, siteRoles: { s1: 'Viewer' } });
+    const section = b.finish();
+    const t = section.transferable;
+    expect(t.slots.buffer).toBe(t.buffer);
+    expect(t.slots.byteOffset).toBe((t.end + 3) & ~3);
+    const first = section.toTable([{ id: 's1', name: 'Finance' }], 1);
+    expect(first).toBe(t.buffer);
+    expect(new Int32Array(first, 0, HEADER_WORDS)[H_USER_SLOTS_AT]).toBe(t.slots.byteOffset);
+    const second = section.toTable([{ id: 's2', name: 'Sales' }], 2);
+    expect(second).not.toBe(first);
+    expect(section.transferable.slots.buffer).toBe(second);
+    expect(section.transferable.buffer).toBe(second);
+    for (const sab of [first, second]) {
+      const r = new ReferenceTable(sab);
+      for (let i = 0; i < 1000; i++) if (r.user(`u${i}`)?.name !== `user ${i}`) throw new Error(`user ${i}`);
+      expect(r.user('u1000')).toBeUndefined();
+    }
   });
 
   it('a table is never changed once made: other sites make a new one (the users copied), the same sites the same one', () => {

@@ -146,15 +146,21 @@ class EntryReader {
   }
 }
 
+/** Where a section's slots start: after its entries, 4-byte aligned (the table keeps them there). */
+const slotsAfter = (end: number): number => (end + 3) & ~3;
+
 /**
- * A buffer for a section of `entryBytes` bytes of user entries read back from a saved copy
- * (sources/reference-copy-file.ts): growable as a builder's is (the first table is made in it, in
- * place), and the view the entries go into; the section's `end` follows.
+ * A buffer for a section of `entryBytes` bytes of user entries and `slotWords` words of slots
+ * read back from a saved copy (sources/reference-copy-file.ts): growable as a builder's is (the
+ * first table is made in it, in place), and the views the entries and slots go into (the slots
+ * after the entries, where the table has them: read once into their place, not into an array
+ * of their own and copied); the section's `end` follows.
  */
-export function sectionBufferFor(entryBytes: number): { buffer: SharedArrayBuffer; entries: Uint8Array; end: number } {
+export function sectionBufferFor(entryBytes: number, slotWords: number): { buffer: SharedArrayBuffer; entries: Uint8Array; slots: Int32Array; end: number } {
   const end = blobStart() + entryBytes;
-  const buffer = growable(Math.max(GROW_STEP, end), Math.max(RESERVE, end * 2));
-  return { buffer, entries: new Uint8Array(buffer, blobStart(), entryBytes), end };
+  const slotsEnd = slotsAfter(end) + slotWords * 4;
+  const buffer = growable(Math.max(GROW_STEP, slotsEnd), Math.max(RESERVE, slotsEnd * 2));
+  return { buffer, entries: new Uint8Array(buffer, blobStart(), entryBytes), slots: new Int32Array(buffer, slotsAfter(end), slotWords), end };
 }
 
 /** The bytes of a section's user entries (a view, not a copy: what a saved copy holds). */
@@ -162,9 +168,9 @@ export function sectionEntries(t: TransferableUserSection): Uint8Array {
   return new Uint8Array(t.buffer, blobStart(), t.end - blobStart());
 }
 
-/** Whether `slots` has the length a section of `count` users has (a saved copy is checked with it). */
-export function slotsFit(count: number, slots: Int32Array): boolean {
-  return slots.length === slotsFor(count) * 2;
+/** Whether `slotWords` words of slots are what a section of `count` users has (a saved copy is checked with it). */
+export function slotsFit(count: number, slotWords: number): boolean {
+  return slotWords === slotsFor(count) * 2;
 }
 
 /** What a section is made of, as it crosses to another thread (the buffer is shared, not copied). */
@@ -178,8 +184,10 @@ export interface TransferableUserSection {
 
 /**
  * A tenant's users in the table's binary form: entries from the end of the header to `end` of
- * `buffer`, their hash slots (hash, entry offset in the blob + 1), the dictionary of site LUIDs
- * and role names the entries refer to. Iterating it decodes the users (tests, small lists).
+ * `buffer`, their hash slots (hash, entry offset in the blob + 1; in `buffer` after the entries,
+ * where the table keeps them, as a builder and a saved copy's read leave them), the dictionary
+ * of site LUIDs and role names the entries refer to. Iterating it decodes the users (tests,
+ * small lists).
  */
 export class UserSection implements Iterable<UserReference> {
   /** The table last made from this section, and what it was made with. */
@@ -189,7 +197,7 @@ export class UserSection implements Iterable<UserReference> {
     /** Holds the entries; once a table was made, it is that table (never written again). */
     private buffer: SharedArrayBuffer,
     private readonly end: number,
-    private readonly slots: Int32Array,
+    private slots: Int32Array,
     readonly count: number,
     private readonly dict: readonly string[],
   ) {}
@@ -228,7 +236,7 @@ export class UserSection implements Iterable<UserReference> {
     if (this.table && this.table.sites === sites && this.table.loadedAtMs === loadedAtMs) return this.table.buffer;
     const userBytes = this.end - blobStart();
     // the sites and the dictionary strings (a few thousand: a small buffer of their own)
-    const tail = new TailWriter(userBytes);
+    const tail = new TailWriter(slotsAfter(this.end) + this.slots.byteLength - blobStart());
     const siteIds: string[] = [];
     const siteStarts: number[] = [];
     const seen = new Set<string>();
@@ -247,11 +255,15 @@ export class UserSection implements Iterable<UserReference> {
       tail.string(s);
     });
     dictStarts[this.dict.length] = tail.rel;
-    const blobBytes = userBytes + tail.at;
+    // the layout: header, the users' entries, their slots, the sites' and dictionary's strings
+    // (the blob runs from the users' entries to the end of those strings, the slots inside it),
+    // the dictionary's offsets, the sites' slots
+    const userSlotsAt = slotsAfter(this.end);
+    const tailAt = userSlotsAt + this.slots.byteLength;
+    const blobBytes = tailAt - blobStart() + tail.at;
     const dictAt = (blobStart() + blobBytes + 3) & ~3;
-    const userSlotsAt = dictAt + dictStarts.byteLength;
     const siteSlots = slotsFor(siteIds.length);
-    const siteSlotsAt = userSlotsAt + this.slots.byteLength;
+    const siteSlotsAt = dictAt + dictStarts.byteLength;
     const total = siteSlotsAt + siteSlots * 8;
 
     let target: SharedArrayBuffer;
@@ -263,9 +275,14 @@ export class UserSection implements Iterable<UserReference> {
       target = new SharedArrayBuffer(total);
       new Uint8Array(target, blobStart(), userBytes).set(new Uint8Array(this.buffer, blobStart(), userBytes));
     }
-    new Uint8Array(target, blobStart() + userBytes, tail.at).set(tail.bytes.subarray(0, tail.at));
+    // (the slots are in place already when they are in this buffer, where the builder and a saved copy's read put them)
+    if (this.slots.buffer !== target || this.slots.byteOffset !== userSlotsAt) {
+      const moved = new Int32Array(target, userSlotsAt, this.slots.length);
+      moved.set(this.slots);
+      this.slots = moved; // (the view of the old buffer would keep it alive)
+    }
+    new Uint8Array(target, tailAt, tail.at).set(tail.bytes.subarray(0, tail.at));
     new Uint32Array(target, dictAt, dictStarts.length).set(dictStarts);
-    new Int32Array(target, userSlotsAt, this.slots.length).set(this.slots);
     const siteSlotArray = new Int32Array(target, siteSlotsAt, siteSlots * 2);
     const mask = siteSlots - 1;
     siteIds.forEach((id, i) => {
@@ -391,7 +408,10 @@ export class UserSectionBuilder {
   /** The section (the builder is spent). */
   finish(): UserSection {
     if (this.dead > 0) this.compact();
-    const slots = new Int32Array(slotsFor(this.count) * 2);
+    // the slots after the entries, in the buffer (where the table keeps them)
+    const words = slotsFor(this.count) * 2;
+    this.room(slotsAfter(this.at) - this.at + words * 4);
+    const slots = new Int32Array(this.buffer, slotsAfter(this.at), words);
     // the same size as the builder's (it doubled as slotsFor does), so the places stay valid
     if (slots.length !== this.slots.length) throw new Error('reference table: slot count mismatch');
     for (let s = 0; s < slots.length; s += 2) {

@@ -232,11 +232,10 @@ async function readReferenceCopy(path: string, identity: ReferenceCopyIdentity):
     if (!Number.isInteger(entryBytes) || !Number.isInteger(slotWords) || !Number.isInteger(count) || !Array.isArray(dict) || entryBytes! + slotWords! * 4 !== header.payloadBytes) {
       return { unused: 'unreadable', reason: 'the users part does not add up' };
     }
-    const slots = new Int32Array(slotWords!);
-    if (!slotsFit(count!, slots)) return { unused: 'unreadable', reason: 'the users part does not add up' };
-    const { buffer, entries, end } = sectionBufferFor(entryBytes!);
+    if (!slotsFit(count!, slotWords!)) return { unused: 'unreadable', reason: 'the users part does not add up' };
+    const { buffer, entries, slots, end } = sectionBufferFor(entryBytes!, slotWords!);
     await readFully(fh, entries, payloadAt);
-    const slotBytes = new Uint8Array(slots.buffer);
+    const slotBytes = new Uint8Array(slots.buffer, slots.byteOffset, slots.byteLength);
     await readFully(fh, slotBytes, payloadAt + entryBytes!);
     if (sha.update(entries).update(slotBytes).digest('hex') !== signed[1]) return damaged;
     const users = new UserTable(new UserSection(buffer, end, slots, count!, dict!));
