@@ -42,12 +42,12 @@ function itemsOf(r: LookupCheck): unknown[] | string {
 }
 
 /** A users file of `names` in a new folder, parsed once by a watcher that saved its copy. */
-async function parsedAndSaved(names: string[]): Promise<{ dir: string; file: string; copyPath: string; parsed: LookupCheck }> {
+async function parsedAndSaved(names: string[], maxItems = Math.max(100, names.length)): Promise<{ dir: string; file: string; copyPath: string; parsed: LookupCheck }> {
   const dir = work();
   const file = join(dir, 'users.ndjson');
   const copyPath = join(dir, 'users.copy');
   writeFileSync(file, usersText(names));
-  const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath });
+  const w = new LookupFileWatcher('users', file, 'ndjson', maxItems, FIELDS, { path: copyPath });
   const parsed = await w.check();
   await w.saved();
   return { dir, file, copyPath, parsed };
@@ -208,6 +208,26 @@ describe('a lookup file’s saved copy', () => {
     const r = problems();
     await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: r.onProblem }).check();
     expect(r.list).toEqual([`the saved copy ${copyPath} is not used: the header is not JSON; the file is parsed`]);
+  });
+
+  it('a copy of several MiB (read in pieces, each hashed as it comes in): read back whole; a byte changed in a middle piece is caught', async () => {
+    const names = Array.from({ length: 60_000 }, (_, i) => `user${i}`);
+    const { file, copyPath, parsed } = await parsedAndSaved(names, 100_000);
+    const bytes = readFileSync(copyPath);
+    expect(bytes.length).toBeGreaterThan(4 * 1024 * 1024); // three pieces (of 2 MiB at most)
+    const p = problems();
+    const back = await new LookupFileWatcher('users', file, 'ndjson', 100_000, FIELDS, { path: copyPath, onProblem: p.onProblem }).check();
+    if (typeof back === 'string') throw new Error(back);
+    expect(back.fromSavedCopy).toBe(true);
+    expect(itemsOf(back)).toEqual(itemsOf(parsed));
+    expect(p.list).toEqual([]);
+
+    const changed = Buffer.from(bytes);
+    changed[Math.floor(bytes.length / 2)]! ^= 0x01;
+    writeFileSync(copyPath, changed);
+    const q = problems();
+    expect(itemsOf(await new LookupFileWatcher('users', file, 'ndjson', 100_000, FIELDS, { path: copyPath, onProblem: q.onProblem }).check())).toEqual(itemsOf(parsed));
+    expect(q.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (sha256); the file is parsed`]);
   });
 
   it('a copy an earlier release wrote (an older table layout) is made again from the file without a warning', async () => {

@@ -30,6 +30,8 @@ import { FieldCensus, type ReferenceKind } from './reference-records.js';
 
 const FORMAT = 'tableau-activity-otel reference copy';
 const FORMAT_VERSION = 1;
+/** A saved copy's payload is read in pieces of this size, hashed as each one is in (readReferenceCopy). */
+const PIECE_BYTES = 2 * 1024 * 1024;
 /** A header longer than this is not one of ours. */
 const MAX_HEADER_BYTES = 64 * 1024 * 1024;
 
@@ -234,10 +236,27 @@ async function readReferenceCopy(path: string, identity: ReferenceCopyIdentity):
     }
     if (!slotsFit(count!, slotWords!)) return { unused: 'unreadable', reason: 'the users part does not add up' };
     const { buffer, entries, slots, end } = sectionBufferFor(entryBytes!, slotWords!);
-    await readFully(fh, entries, payloadAt);
     const slotBytes = new Uint8Array(slots.buffer, slots.byteOffset, slots.byteLength);
-    await readFully(fh, slotBytes, payloadAt + entryBytes!);
-    if (sha.update(entries).update(slotBytes).digest('hex') !== signed[1]) return damaged;
+    // read in pieces, all asked for at once (libuv's pool reads up to four at a time), each
+    // hashed here as soon as it is in: the first touch of this new memory, which costs more
+    // than the hash on a VM, is shared among the pool's threads and overlaps the hash
+    const parts: Array<[Uint8Array, number]> = [];
+    for (const [bytes, at] of [[entries, payloadAt], [slotBytes, payloadAt + entryBytes!]] as const) {
+      for (let o = 0; o < bytes.byteLength; o += PIECE_BYTES) parts.push([bytes.subarray(o, Math.min(bytes.byteLength, o + PIECE_BYTES)), at + o]);
+    }
+    if (parts.length === 0) parts.push([new Uint8Array(0), payloadAt]);
+    const reads = parts.map(([bytes, at]) => readFully(fh, bytes, at));
+    // (every read settles before the file is closed or this returns; a failed one is handled here, in order)
+    const settled = Promise.allSettled(reads);
+    try {
+      for (let i = 0; i < parts.length; i++) {
+        await reads[i];
+        sha.update(parts[i]![0]);
+      }
+    } finally {
+      await settled;
+    }
+    if (sha.digest('hex') !== signed[1]) return damaged;
     const users = new UserTable(new UserSection(buffer, end, slots, count!, dict!));
     return { copy: { copy: { kind: 'users', users, length: users.length }, census, entries: header.entries, hash: header.hash, savedAtMs: header.savedAtMs } };
   } catch (err) {
