@@ -6,7 +6,7 @@
  */
 import { describe, it, expect } from 'vitest';
 import { Worker } from 'node:worker_threads';
-import { H_BLOB_BYTES, HEADER_WORDS, ReferenceTable } from '../src/mapping/reference-table.js';
+import { ReferenceTable } from '../src/mapping/reference-table.js';
 import { buildReferenceTable, UserSectionBuilder } from '../src/mapping/reference-table-builder.js';
 import type { UserReference, SiteReference } from '../src/mapping/reference-data.js';
 
@@ -94,13 +94,19 @@ describe('reference table', () => {
     // the same users, their ids another text of 36 characters (a capital X first, capitals: not a
     // LUID as Tableau writes it, kept as text) and each e-mail another string of the same length
     const other = (i: number): string => `X${lu(i).slice(1).toUpperCase()}`;
-    const compact = buildReferenceTable({ users: users(lu, name), sites: [], loadedAtMs: 0 });
-    const textual = buildReferenceTable({ users: users(other, (i) => `X${name(i).slice(1)}`), sites: [], loadedAtMs: 0 });
-    // per user: 20 bytes of the id, and the e-mail's bytes but for a head of one byte (the buffers
-    // grow a MiB at a time: the entries' bytes are in the header)
-    const blobBytes = (sab: SharedArrayBuffer): number => new Int32Array(sab, 0, HEADER_WORDS)[H_BLOB_BYTES]!;
+    const sectionOf = (list: UserReference[]) => {
+      const b = new UserSectionBuilder('first');
+      for (const u of list) b.add(u);
+      return b.finish();
+    };
+    const compactSection = sectionOf(users(lu, name));
+    const textualSection = sectionOf(users(other, (i) => `X${name(i).slice(1)}`));
+    // per user: 20 bytes of the id, and the e-mail's bytes but for a head of one byte (where the
+    // entries end: the slots follow them)
     const saved = Array.from({ length: n }, (_, i) => 20 + Buffer.byteLength(name(i))).reduce((a, b) => a + b, 0);
-    expect(blobBytes(textual) - blobBytes(compact)).toBe(saved);
+    expect(textualSection.transferable.end - compactSection.transferable.end).toBe(saved);
+    const compact = compactSection.toTable([], 0);
+    const textual = textualSection.toTable([], 0);
     const t = new ReferenceTable(compact);
     const upper = new ReferenceTable(textual);
     for (let i = 0; i < n; i++) {
