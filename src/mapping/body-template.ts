@@ -27,7 +27,8 @@ type Part = { kind: 'text'; text: string } | { kind: 'field'; names: string[]; u
 
 export class TemplateError extends Error {}
 
-function parse(template: string): Part[] {
+/** `namesAUser`: see compileTemplate (templateFields does not ask). */
+function parse(template: string, namesAUser: (placeholder: string) => boolean = () => false): Part[] {
   const top: Part[] = [];
   let current = top;
   let optional: Part[] | null = null;
@@ -44,7 +45,7 @@ function parse(template: string): Part[] {
       flush();
       const names = template.slice(i + 1, end).split('|').map((s) => s.trim());
       if (names.some((n) => !/^[A-Za-z_][A-Za-z0-9_.-]*$/.test(n))) throw new TemplateError(`bad placeholder '{${template.slice(i + 1, end)}}' at column ${i + 1}`);
-      current.push({ kind: 'field', names, users: names.map(() => false) });
+      current.push({ kind: 'field', names, users: names.map(namesAUser) });
       i = end;
     } else if (c === '[') {
       if (optional) throw new TemplateError(`nested '[' at column ${i + 1}`);
@@ -94,14 +95,7 @@ function show(v: unknown): string | undefined {
  * to the lookup with each name: no test per record).
  */
 export function compileTemplate(template: string, namesAUser: (placeholder: string) => boolean = () => false): (lookup: ValueLookup) => string {
-  const parts = parse(template);
-  const mark = (ps: Part[]): void => {
-    for (const p of ps) {
-      if (p.kind === 'field') p.users = p.names.map(namesAUser);
-      else if (p.kind === 'optional') mark(p.parts);
-    }
-  };
-  mark(parts);
+  const parts = parse(template, namesAUser);
   // (a [section] is rendered after the text before it, so that a name in it can take the word `user ` before it away)
   const render = (ps: Part[], lookup: ValueLookup, strict: boolean, before: string): string | undefined => {
     let out = before;

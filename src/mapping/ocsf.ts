@@ -4,7 +4,7 @@
  * the status_id of the outcome. The constant ones (class_uid, version, a fixed activity_id) are
  * the plan's constants (record-mapper.ts).
  */
-import { FieldName, type RecordFields } from '../decoding/flat-json-line.js';
+import type { FieldName, RecordFields } from '../decoding/flat-json-line.js';
 import type { OcsfSpec } from './mapping-file-schema.js';
 
 /**
@@ -49,12 +49,11 @@ export function typeUid(classUid: number, activityId: number): number {
   return classUid * 100 + activityId;
 }
 
-/** Where statusIdOf finds a record's outcome. */
-const EVENT_OUTCOME = new FieldName('eventOutcome');
-
 /** A record field whose value says the record failed (the mapper's failure rules, mappings/defaults.yaml). */
 export interface FailureFieldRule {
   field: string;
+  /** `field` as the mapper finds it on every record (FieldName). */
+  handle: FieldName;
   /** The boolean or string that means failure (`isError: true`, `status: "failure"`). */
   equals: string | boolean | undefined;
   /** Lower-cased strings that mean failure. */
@@ -66,13 +65,14 @@ export interface FailureFieldRule {
  * `error.type`: a failed eventOutcome, a failure field, an errorCode, a type that always fails);
  * Success when `eventOutcome` is `success` or one of the failure fields says it did not fail
  * (`isError: false`, `status: "success"`); Unknown otherwise (no outcome recorded, e.g. the
- * sign-in events whose eventOutcome is null).
+ * sign-in events whose eventOutcome is null). `outcome`: the record's eventOutcome, as the mapper
+ * read it.
  */
-export function statusIdOf(rec: RecordFields, failed: boolean, failureFields: readonly FailureFieldRule[]): number {
+export function statusIdOf(rec: RecordFields, failed: boolean, outcome: unknown, failureFields: readonly FailureFieldRule[]): number {
   if (failed) return OCSF_STATUS_FAILURE;
-  if (rec.field(EVENT_OUTCOME) === 'success') return OCSF_STATUS_SUCCESS;
+  if (outcome === 'success') return OCSF_STATUS_SUCCESS;
   for (const rule of failureFields) {
-    const v = rec.get(rule.field);
+    const v = rec.field(rule.handle);
     if (typeof v === 'boolean' && typeof rule.equals === 'boolean') return OCSF_STATUS_SUCCESS; // (not the failing value: it was not a failure)
     if (typeof v === 'string' && (rule.lower !== undefined || typeof rule.equals === 'string') && v.toLowerCase() === 'success') return OCSF_STATUS_SUCCESS;
   }

@@ -566,7 +566,7 @@ export class RecordMapper {
       sink.set(ATTR_OCSF_ACTIVITY_ID, id);
       sink.set(ATTR_OCSF_TYPE_UID, typeUid(activity.classUid, id));
     }
-    if (plan.ocsf) sink.set(ATTR_OCSF_STATUS_ID, statusIdOf(rec, failed, this.failureFields));
+    if (plan.ocsf) sink.set(ATTR_OCSF_STATUS_ID, statusIdOf(rec, failed, outcome, this.failureFields));
     if (plan.target) this.setTarget(sink, plan.target, rec);
     if (errorType !== undefined) sink.set(ATTR_ERROR_TYPE, errorType);
     this.setIdentity(sink, family, rec);

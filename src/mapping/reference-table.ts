@@ -90,9 +90,14 @@ function hexAt(s: string, i: number): number {
   return c < 128 ? HEX_VALUE[c]! : -1;
 }
 
+/** 36 characters with the dashes of a LUID where they belong (the digits between not looked at). */
+function luidShaped(s: string): boolean {
+  return s.length === 36 && s.charCodeAt(8) === 0x2d && s.charCodeAt(13) === 0x2d && s.charCodeAt(18) === 0x2d && s.charCodeAt(23) === 0x2d;
+}
+
 /** Whether `s` is a LUID as Tableau writes it: 8-4-4-4-12 lowercase hex digits (stored as 16 bytes, HEAD_LUID). */
 export function isLuidText(s: string): boolean {
-  if (s.length !== 36 || s.charCodeAt(8) !== 0x2d || s.charCodeAt(13) !== 0x2d || s.charCodeAt(18) !== 0x2d || s.charCodeAt(23) !== 0x2d) return false;
+  if (!luidShaped(s)) return false;
   for (const p of LUID_DIGITS_AT) if (hexAt(s, p) < 0 || hexAt(s, p + 1) < 0) return false;
   return true;
 }
@@ -111,7 +116,7 @@ export function luidTextAt(bytes: Buffer, at: number): string {
 
 /** Whether the 16 bytes at `at` are the LUID `s` (any other text, uppercase digits included, is not). */
 function luidIs(bytes: Uint8Array, at: number, s: string): boolean {
-  if (s.length !== 36 || s.charCodeAt(8) !== 0x2d || s.charCodeAt(13) !== 0x2d || s.charCodeAt(18) !== 0x2d || s.charCodeAt(23) !== 0x2d) return false;
+  if (!luidShaped(s)) return false;
   for (let i = 0; i < 16; i++) {
     const p = LUID_DIGITS_AT[i]!;
     const hi = hexAt(s, p);
