@@ -244,7 +244,6 @@ async function readReferenceCopy(path: string, identity: ReferenceCopyIdentity):
     for (const [bytes, at] of [[entries, payloadAt], [slotBytes, payloadAt + entryBytes!]] as const) {
       for (let o = 0; o < bytes.byteLength; o += PIECE_BYTES) parts.push([bytes.subarray(o, Math.min(bytes.byteLength, o + PIECE_BYTES)), at + o]);
     }
-    if (parts.length === 0) parts.push([new Uint8Array(0), payloadAt]);
     const reads = parts.map(([bytes, at]) => readFully(fh, bytes, at));
     // (every read settles before the file is closed or this returns; a failed one is handled here, in order)
     const settled = Promise.allSettled(reads);
