@@ -171,7 +171,7 @@ describe('a lookup file’s saved copy', () => {
     const parsed = await restarted.check();
     expect(typeof parsed !== 'string' && parsed.fromSavedCopy).toBeFalsy();
     expect(itemsOf(parsed)).toEqual(itemsOf(good));
-    expect(p.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (sha256); the file is parsed`]);
+    expect(p.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (CRC-32); the file is parsed`]);
     await restarted.saved();
     const rewritten = await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath }).check();
     expect(typeof rewritten !== 'string' && rewritten.fromSavedCopy).toBe(true);
@@ -192,7 +192,7 @@ describe('a lookup file’s saved copy', () => {
     const d = problems();
     const afterRole = await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: d.onProblem }).check();
     expect(itemsOf(afterRole)).toEqual(itemsOf(good));
-    expect(d.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (sha256); the file is parsed`]);
+    expect(d.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (CRC-32); the file is parsed`]);
     const sites = join(dir, 'sites.csv');
     const sitesCopy = join(dir, 'sites.copy');
     writeFileSync(sites, `id,name\n${SITE_A},Finance\n`);
@@ -202,7 +202,7 @@ describe('a lookup file’s saved copy', () => {
     writeFileSync(sitesCopy, readFileSync(sitesCopy, 'utf8').replace('"Finance"', '"Fynance"'));
     const e = problems();
     expect(itemsOf(await new LookupFileWatcher('sites', sites, 'csv', 100, FIELDS, { path: sitesCopy, onProblem: e.onProblem }).check())).toEqual([{ id: SITE_A, name: 'Finance' }]);
-    expect(e.list).toEqual([`the saved copy ${sitesCopy} is not used: its bytes are not those written (sha256); the file is parsed`]);
+    expect(e.list).toEqual([`the saved copy ${sitesCopy} is not used: its bytes are not those written (CRC-32); the file is parsed`]);
 
     writeFileSync(copyPath, 'not a copy\n');
     const r = problems();
@@ -210,7 +210,7 @@ describe('a lookup file’s saved copy', () => {
     expect(r.list).toEqual([`the saved copy ${copyPath} is not used: the header is not JSON; the file is parsed`]);
   });
 
-  it('a copy of several MiB (read in pieces, each hashed as it comes in): read back whole; a byte changed in a middle piece is caught', async () => {
+  it('a copy of several MiB (read in pieces, each checked as it comes in): read back whole; a byte changed in a middle piece is caught', async () => {
     const names = Array.from({ length: 60_000 }, (_, i) => `user${i}`);
     const { file, copyPath, parsed } = await parsedAndSaved(names, 100_000);
     const bytes = readFileSync(copyPath);
@@ -227,7 +227,7 @@ describe('a lookup file’s saved copy', () => {
     writeFileSync(copyPath, changed);
     const q = problems();
     expect(itemsOf(await new LookupFileWatcher('users', file, 'ndjson', 100_000, FIELDS, { path: copyPath, onProblem: q.onProblem }).check())).toEqual(itemsOf(parsed));
-    expect(q.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (sha256); the file is parsed`]);
+    expect(q.list).toEqual([`the saved copy ${copyPath} is not used: its bytes are not those written (CRC-32); the file is parsed`]);
   });
 
   it('a copy an earlier release wrote (an older table layout) is made again from the file without a warning', async () => {
@@ -245,6 +245,30 @@ describe('a lookup file’s saved copy', () => {
     expect(readFileSync(copyPath, 'latin1')).toMatch(/"tableVersion":2,/);
     // a copy of a later layout (a release rolled back) is not one this release can read: reported
     writeFileSync(copyPath, readFileSync(copyPath, 'latin1').replace('"tableVersion":2,', '"tableVersion":3,'), 'latin1');
+    const q = problems();
+    expect(itemsOf(await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: q.onProblem }).check())).toEqual(itemsOf(good));
+    expect(q.list).toEqual([`the saved copy ${copyPath} is not used: of another format or version; the file is parsed`]);
+  });
+
+  it('a copy in the format an earlier release wrote (a sha256 at its end) is made again without a warning; a later format is reported', async () => {
+    const { file, copyPath, parsed: good } = await parsedAndSaved(['ada', 'alan', 'grace']);
+    const bytes = readFileSync(copyPath, 'latin1');
+    expect(bytes).toMatch(/^\{"format":"tableau-activity-otel reference copy","version":2,/);
+    expect(bytes.slice(0, bytes.indexOf('\n'))).toMatch(/,"crc32":"[0-9a-f]{8}"\}$/);
+    // format 1: the same header with a sha256 where the CRC-32 is now
+    const v1 = bytes.replace('"version":2,', '"version":1,').replace(/"crc32":"[0-9a-f]{8}"\}\n/, `"sha256":"${'0'.repeat(64)}"}\n`);
+    writeFileSync(copyPath, v1, 'latin1');
+    const p = problems();
+    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: p.onProblem });
+    const parsed = await w.check();
+    expect(typeof parsed !== 'string' && parsed.fromSavedCopy).toBeFalsy();
+    expect(itemsOf(parsed)).toEqual(itemsOf(good));
+    expect(p.list).toEqual([]);
+    await w.saved();
+    const remade = await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath }).check();
+    expect(typeof remade !== 'string' && remade.fromSavedCopy).toBe(true);
+    expect(itemsOf(remade)).toEqual(itemsOf(good));
+    writeFileSync(copyPath, readFileSync(copyPath, 'latin1').replace('"version":2,', '"version":3,'), 'latin1');
     const q = problems();
     expect(itemsOf(await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: q.onProblem }).check())).toEqual(itemsOf(good));
     expect(q.list).toEqual([`the saved copy ${copyPath} is not used: of another format or version; the file is parsed`]);
