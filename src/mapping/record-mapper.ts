@@ -420,8 +420,8 @@ export class RecordMapper {
     const { eventType, plan } = head;
     const reference = this.reference;
     if (reference?.status === 'loaded') this.enrich(reference, head, sink, this.readDirect);
-    const lookup = this.bodyLookup(head, this.readDirect);
-    out.end(renderBody(plan, eventType, lookup, head.errorType));
+    this.directHead = head;
+    out.end(renderBody(plan, eventType, this.directLookup, head.errorType));
     // (one result object per mapper, read by the caller before the next record)
     const r = this.directResult;
     r.eventType = eventType;
@@ -439,30 +439,35 @@ export class RecordMapper {
 
 
   /** Body placeholders → values of the attributes as emitted (`read` by output name). */
-  private bodyLookup(head: { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined }, read: (outputName: string) => AttrValue | undefined): ValueLookup {
-    const { eventType, plan, family, resource, rec, errorType } = head;
-    // with reference data, a placeholder of a user whose LUID the table knows shows the user's name
-    const table = this.reference?.status === 'loaded' ? this.reference.table : undefined;
-    const naming = this.bodyNaming;
-    return (n, user) => {
-      switch (n) {
-        case 'eventType':
-          return eventType;
-        case ERROR_TYPE_PLACEHOLDER:
-          return errorType === ERROR_TYPE_OTHER ? undefined : errorType;
-        case 'eventTime':
-          return rec.get('eventTime');
-        case 'siteLuid':
-          return read(this.bodyField(plan, family, n)) ?? resource.attributes[this.siteLuidName];
-        case 'requestUri': {
-          const path = read(this.overrides.outputName(ATTR_URL_PATH));
-          const query = read(this.overrides.outputName(ATTR_URL_QUERY));
-          return path === undefined ? undefined : query === undefined ? path : `${String(path)}?${String(query)}`;
-        }
+  private bodyLookup(head: BodyHead, read: (outputName: string) => AttrValue | undefined): ValueLookup {
+    return (n, user) => this.bodyValue(head, read, n, user);
+  }
+
+  /** The record mapFieldsDirect renders the body of, for directLookup. */
+  private directHead: BodyHead | undefined;
+  /** bodyLookup() of mapFieldsDirect's record: one function for every record, none made per record. */
+  private readonly directLookup: ValueLookup = (n, user) => this.bodyValue(this.directHead!, this.readDirect, n, user);
+
+  /** A body placeholder's value for the record `head` (with reference data, a user the table knows is shown by name). */
+  private bodyValue(head: BodyHead, read: (outputName: string) => AttrValue | undefined, n: string, user: boolean): unknown {
+    switch (n) {
+      case 'eventType':
+        return head.eventType;
+      case ERROR_TYPE_PLACEHOLDER:
+        return head.errorType === ERROR_TYPE_OTHER ? undefined : head.errorType;
+      case 'eventTime':
+        return head.rec.get('eventTime');
+      case 'siteLuid':
+        return read(this.bodyField(head.plan, head.family, n)) ?? head.resource.attributes[this.siteLuidName];
+      case 'requestUri': {
+        const path = read(this.overrides.outputName(ATTR_URL_PATH));
+        const query = read(this.overrides.outputName(ATTR_URL_QUERY));
+        return path === undefined ? undefined : query === undefined ? path : `${String(path)}?${String(query)}`;
       }
-      const v = read(this.bodyField(plan, family, n));
-      return table !== undefined && user ? nameInBody(table, naming, v) : v;
-    };
+    }
+    const v = read(this.bodyField(head.plan, head.family, n));
+    const reference = this.reference;
+    return user && reference?.status === 'loaded' ? nameInBody(reference.table, this.bodyNaming, v) : v;
   }
 
   /** Output names a body template reads (so mapDirect keeps their values). */
@@ -498,7 +503,7 @@ export class RecordMapper {
     line: number,
     ctx: ObjectMappingContext,
     sink: AttributeSink,
-  ): { ok: false; reason: string; dropped?: true } | { ok: true; seconds: number; nanos: number; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined } {
+  ): { ok: false; reason: string; dropped?: true } | MappedHead {
     // (a scanned line's time is read from its bytes: no string made for it)
     const ti = rec.indexOfField(F_EVENT_TIME);
     const timeBytes = ti >= 0 && rec instanceof FlatJsonLine && rec.kinds[ti] === KIND_STRING;
@@ -663,8 +668,21 @@ export class RecordMapper {
       const name = this.genericNameOf(plan, k);
       sink.setField(sink.has(name) ? RAW_ATTRIBUTE_PREFIX + k : name, rec, i);
     }
-    return { ok: true, seconds, nanos, severity, eventType, plan, family, resource, rec, errorType };
+    const h = this.mapped;
+    h.seconds = seconds;
+    h.nanos = nanos;
+    h.severity = severity;
+    h.eventType = eventType;
+    h.plan = plan;
+    h.family = family;
+    h.resource = resource;
+    h.rec = rec;
+    h.errorType = errorType;
+    return h;
   }
+
+  /** mapInto's result, one object per mapper filled for each record (read before the next record is mapped: no object per record). */
+  private readonly mapped: MappedHead = { ok: true, seconds: 0, nanos: 0, severity: 'INFO', eventType: '', plan: undefined as unknown as TypePlan, family: 'site', resource: undefined as unknown as ResourceDescriptor, rec: undefined as unknown as RecordFields, errorType: undefined };
 
   /** The join of a mapped record with the tenant's loaded reference data (enrichment.ts). */
   private enrich(reference: Extract<TenantReference, { status: 'loaded' }>, head: { resource: ResourceDescriptor; rec: RecordFields; family: Family; plan: TypePlan }, sink: AttributeSink, read: (outputName: string) => AttrValue | undefined): void {
@@ -878,6 +896,12 @@ function alternatives(spec: string): readonly FieldName[] {
  * The body of a record: the type's template, or on a failure its `bodyOnFailure` template, else
  * the template followed by ` (failed: <error.type>)` (` (failed)` for `_OTHER`).
  */
+/** mapInto's result for a record it mapped. */
+type MappedHead = { ok: true; seconds: number; nanos: number; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined };
+
+/** What a body's placeholders read of a mapped record (of mapInto's result). */
+type BodyHead = { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined };
+
 function renderBody(plan: TypePlan, eventType: string, lookup: ValueLookup, errorType: string | undefined): string {
   if (errorType === undefined) return plan.body ? plan.body(lookup) : defaultBody(eventType, lookup, undefined);
   if (plan.bodyOnFailure) return plan.bodyOnFailure(lookup);
