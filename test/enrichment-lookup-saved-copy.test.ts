@@ -58,6 +58,16 @@ function problems(): { list: string[]; onProblem: (p: string) => void } {
   return { list, onProblem: (p) => list.push(p) };
 }
 
+/** `file` checked by a new watcher (a restart) with `copyBytes` as its saved copy, the copy's saves awaited: what it loaded and what it reported. */
+async function restartedWith(file: string, copyPath: string, copyBytes: string): Promise<{ parsed: LookupCheck; problems: string[] }> {
+  writeFileSync(copyPath, copyBytes, 'latin1');
+  const p = problems();
+  const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: p.onProblem });
+  const parsed = await w.check();
+  await w.saved();
+  return { parsed, problems: p.list };
+}
+
 describe('a lookup file’s saved copy', () => {
   it('a new watcher (a restart) reads the copy back: the same users, census and hash, and the file is not parsed', async () => {
     const dir = work();
@@ -234,20 +244,15 @@ describe('a lookup file’s saved copy', () => {
     const { file, copyPath, parsed: good } = await parsedAndSaved(['ada', 'alan', 'grace']);
     const bytes = readFileSync(copyPath, 'latin1');
     expect(bytes).toMatch(/"tableVersion":2,/);
-    writeFileSync(copyPath, bytes.replace('"tableVersion":2,', '"tableVersion":1,'), 'latin1');
-    const p = problems();
-    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: p.onProblem });
-    const parsed = await w.check();
-    expect(typeof parsed !== 'string' && parsed.fromSavedCopy).toBeFalsy();
-    expect(itemsOf(parsed)).toEqual(itemsOf(good));
-    expect(p.list).toEqual([]);
-    await w.saved();
+    const older = await restartedWith(file, copyPath, bytes.replace('"tableVersion":2,', '"tableVersion":1,'));
+    expect(typeof older.parsed !== 'string' && older.parsed.fromSavedCopy).toBeFalsy();
+    expect(itemsOf(older.parsed)).toEqual(itemsOf(good));
+    expect(older.problems).toEqual([]);
     expect(readFileSync(copyPath, 'latin1')).toMatch(/"tableVersion":2,/);
     // a copy of a later layout (a release rolled back) is not one this release can read: reported
-    writeFileSync(copyPath, readFileSync(copyPath, 'latin1').replace('"tableVersion":2,', '"tableVersion":3,'), 'latin1');
-    const q = problems();
-    expect(itemsOf(await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: q.onProblem }).check())).toEqual(itemsOf(good));
-    expect(q.list).toEqual([`the saved copy ${copyPath} is not used: of another format or version; the file is parsed`]);
+    const later = await restartedWith(file, copyPath, readFileSync(copyPath, 'latin1').replace('"tableVersion":2,', '"tableVersion":3,'));
+    expect(itemsOf(later.parsed)).toEqual(itemsOf(good));
+    expect(later.problems).toEqual([`the saved copy ${copyPath} is not used: of another format or version; the file is parsed`]);
   });
 
   it('a copy in the format an earlier release wrote (a sha256 at its end) is made again without a warning; a later format is reported', async () => {
@@ -257,21 +262,16 @@ describe('a lookup file’s saved copy', () => {
     expect(bytes.slice(0, bytes.indexOf('\n'))).toMatch(/,"crc32":"[0-9a-f]{8}"\}$/);
     // format 1: the same header with a sha256 where the CRC-32 is now
     const v1 = bytes.replace('"version":2,', '"version":1,').replace(/"crc32":"[0-9a-f]{8}"\}\n/, `"sha256":"${'0'.repeat(64)}"}\n`);
-    writeFileSync(copyPath, v1, 'latin1');
-    const p = problems();
-    const w = new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: p.onProblem });
-    const parsed = await w.check();
-    expect(typeof parsed !== 'string' && parsed.fromSavedCopy).toBeFalsy();
-    expect(itemsOf(parsed)).toEqual(itemsOf(good));
-    expect(p.list).toEqual([]);
-    await w.saved();
+    const older = await restartedWith(file, copyPath, v1);
+    expect(typeof older.parsed !== 'string' && older.parsed.fromSavedCopy).toBeFalsy();
+    expect(itemsOf(older.parsed)).toEqual(itemsOf(good));
+    expect(older.problems).toEqual([]);
     const remade = await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath }).check();
     expect(typeof remade !== 'string' && remade.fromSavedCopy).toBe(true);
     expect(itemsOf(remade)).toEqual(itemsOf(good));
-    writeFileSync(copyPath, readFileSync(copyPath, 'latin1').replace('"version":2,', '"version":3,'), 'latin1');
-    const q = problems();
-    expect(itemsOf(await new LookupFileWatcher('users', file, 'ndjson', 100, FIELDS, { path: copyPath, onProblem: q.onProblem }).check())).toEqual(itemsOf(good));
-    expect(q.list).toEqual([`the saved copy ${copyPath} is not used: of another format or version; the file is parsed`]);
+    const later = await restartedWith(file, copyPath, readFileSync(copyPath, 'latin1').replace('"version":2,', '"version":3,'));
+    expect(itemsOf(later.parsed)).toEqual(itemsOf(good));
+    expect(later.problems).toEqual([`the saved copy ${copyPath} is not used: of another format or version; the file is parsed`]);
   });
 
   it('a copy that cannot be written is reported; the load itself stands', async () => {

@@ -32,4 +32,4 @@ export function crc32InJs(data: Uint8Array, value = 0): number {
 }
 
 /** CRC-32 of `data` continued from `value` (0 to start): an unsigned 32-bit number. */
-export const crc32: Crc32 = zlibCrc32 ? (data, value = 0) => zlibCrc32(data, value) : crc32InJs;
+export const crc32: Crc32 = zlibCrc32 ?? crc32InJs;

@@ -439,17 +439,17 @@ export class RecordMapper {
 
 
   /** Body placeholders → values of the attributes as emitted (`read` by output name). */
-  private bodyLookup(head: BodyHead, read: (outputName: string) => AttrValue | undefined): ValueLookup {
+  private bodyLookup(head: MappedHead, read: (outputName: string) => AttrValue | undefined): ValueLookup {
     return (n, user) => this.bodyValue(head, read, n, user);
   }
 
   /** The record mapFieldsDirect renders the body of, for directLookup. */
-  private directHead: BodyHead | undefined;
+  private directHead: MappedHead | undefined;
   /** bodyLookup() of mapFieldsDirect's record: one function for every record, none made per record. */
   private readonly directLookup: ValueLookup = (n, user) => this.bodyValue(this.directHead!, this.readDirect, n, user);
 
   /** A body placeholder's value for the record `head` (with reference data, a user the table knows is shown by name). */
-  private bodyValue(head: BodyHead, read: (outputName: string) => AttrValue | undefined, n: string, user: boolean): unknown {
+  private bodyValue(head: MappedHead, read: (outputName: string) => AttrValue | undefined, n: string, user: boolean): unknown {
     switch (n) {
       case 'eventType':
         return head.eventType;
@@ -892,16 +892,13 @@ function alternatives(spec: string): readonly FieldName[] {
   return out;
 }
 
+/** mapInto's result for a record it mapped (what the join and the body's placeholders read of it too). */
+type MappedHead = { ok: true; seconds: number; nanos: number; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined };
+
 /**
  * The body of a record: the type's template, or on a failure its `bodyOnFailure` template, else
  * the template followed by ` (failed: <error.type>)` (` (failed)` for `_OTHER`).
  */
-/** mapInto's result for a record it mapped. */
-type MappedHead = { ok: true; seconds: number; nanos: number; severity: Severity; eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined };
-
-/** What a body's placeholders read of a mapped record (of mapInto's result). */
-type BodyHead = { eventType: string; plan: TypePlan; family: Family; resource: ResourceDescriptor; rec: RecordFields; errorType: string | undefined };
-
 function renderBody(plan: TypePlan, eventType: string, lookup: ValueLookup, errorType: string | undefined): string {
   if (errorType === undefined) return plan.body ? plan.body(lookup) : defaultBody(eventType, lookup, undefined);
   if (plan.bodyOnFailure) return plan.bodyOnFailure(lookup);

@@ -87,6 +87,7 @@ interface Header {
 
 /** The header line's end: its checksum, last. */
 const CHECK_AT_END = /,"crc32":"([0-9a-f]{8})"\}$/;
+/** The header line's end as the checksum covers it (the field empty). */
 const EMPTY_CHECK = ',"crc32":""}';
 
 function hex8(n: number): string {
@@ -137,7 +138,7 @@ async function saveReferenceCopy(path: string, identity: ReferenceCopyIdentity, 
   const unsigned = JSON.stringify({ ...rest, crc32: '' });
   let check = crc32(Buffer.from(unsigned, 'utf8'));
   for (const p of parts) check = crc32(p, check);
-  const headerLine = `${unsigned.slice(0, -'"crc32":""}'.length)}"crc32":"${hex8(check)}"}\n`;
+  const headerLine = `${unsigned.slice(0, -EMPTY_CHECK.length)},"crc32":"${hex8(check)}"}\n`;
   await mkdir(dirname(path), { recursive: true });
   const tmp = `${path}.tmp`;
   const fh = await open(tmp, 'w', 0o600);
