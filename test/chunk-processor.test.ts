@@ -82,12 +82,14 @@ describe('a line whose mapping or encoding throws', () => {
   it('the writer throws half-way through a record: the partial record is rolled back, also when it opened a resource', () => {
     const p = processor();
     const writer = internals(p).directWriter;
-    // end() writes the body: by then the record's head and attributes are in the request
+    // end() or endBytes() writes the body: by then the record's head and attributes are in the request
     let record = 0;
-    failWhen(writer, 'end', () => {
+    const third = (): boolean => {
       record++;
       return record === 3 || record === 5; // line 3, and line 5 (the only record of site-b)
-    }, 'boom in the writer');
+    };
+    failWhen(writer, 'end', third, 'boom in the writer');
+    failWhen(writer, 'endBytes', third, 'boom in the writer');
     const result = p.process(taskOf([{ kind: 'otlp-protobuf' }]));
     const decoded = result.payloads[0]!.flatMap((body) => decodeOtlpLogsBody(body, 'protobuf'));
     expect(decoded.map((r) => r.attributes['log.record.uid']).sort()).toEqual(['obj:1', 'obj:2', 'obj:4', 'obj:6']);

@@ -23,18 +23,20 @@ export function withoutUserWord(out: string): string {
   return out.endsWith('user ') && (out.length === 5 || out.charCodeAt(out.length - 6) === 0x20) ? out.slice(0, -5) : out;
 }
 
-type Part = { kind: 'text'; text: string } | { kind: 'field'; names: string[]; users: boolean[] } | { kind: 'optional'; parts: Part[] };
+/** A template, parsed: text (with its UTF-8 bytes, for body-writer.ts), a placeholder's names (`a|b`), a `[section]`. */
+export type TemplatePart = { kind: 'text'; text: string; bytes: Buffer } | { kind: 'field'; names: string[]; users: boolean[] } | { kind: 'optional'; parts: TemplatePart[] };
+type Part = TemplatePart;
 
 export class TemplateError extends Error {}
 
 /** `namesAUser`: see compileTemplate (templateFields does not ask). */
-function parse(template: string, namesAUser: (placeholder: string) => boolean = () => false): Part[] {
+export function parseTemplate(template: string, namesAUser: (placeholder: string) => boolean = () => false): Part[] {
   const top: Part[] = [];
   let current = top;
   let optional: Part[] | null = null;
   let text = '';
   const flush = (): void => {
-    if (text) current.push({ kind: 'text', text });
+    if (text) current.push({ kind: 'text', text, bytes: Buffer.from(text) });
     text = '';
   };
   for (let i = 0; i < template.length; i++) {
@@ -78,11 +80,12 @@ export function templateFields(template: string): string[] {
       else if (p.kind === 'optional') walk(p.parts);
     }
   };
-  walk(parse(template));
+  walk(parseTemplate(template));
   return out;
 }
 
-function show(v: unknown): string | undefined {
+/** A placeholder's value as the body shows it (undefined: no value, the placeholder is missing). */
+export function show(v: unknown): string | undefined {
   if (v === null || v === undefined || v === '') return undefined;
   if (v instanceof NamedUser) return v.text;
   if (typeof v === 'string') return v;
@@ -95,9 +98,13 @@ function show(v: unknown): string | undefined {
  * to the lookup with each name: no test per record).
  */
 export function compileTemplate(template: string, namesAUser: (placeholder: string) => boolean = () => false): (lookup: ValueLookup) => string {
-  const parts = parse(template, namesAUser);
+  return templateRenderer(parseTemplate(template, namesAUser));
+}
+
+/** compileTemplate of a template parsed already. */
+export function templateRenderer(parts: readonly TemplatePart[]): (lookup: ValueLookup) => string {
   // (a [section] is rendered after the text before it, so that a name in it can take the word `user ` before it away)
-  const render = (ps: Part[], lookup: ValueLookup, strict: boolean, before: string): string | undefined => {
+  const render = (ps: readonly Part[], lookup: ValueLookup, strict: boolean, before: string): string | undefined => {
     let out = before;
     for (const p of ps) {
       if (p.kind === 'text') out += p.text;
@@ -124,9 +131,10 @@ export function compileTemplate(template: string, namesAUser: (placeholder: stri
     }
     return out;
   };
-  return (lookup) => {
-    const out = render(parts, lookup, false, '')!;
-    // a dropped [section] can leave doubled or edge spaces
-    return out.includes('  ') || out.startsWith(' ') || out.endsWith(' ') ? out.replace(/\s{2,}/g, ' ').trim() : out;
-  };
+  return (lookup) => tidySpaces(render(parts, lookup, false, '')!);
+}
+
+/** A dropped [section] can leave doubled or edge spaces: folded and trimmed (body-writer.ts does the same on bytes). */
+export function tidySpaces(out: string): string {
+  return out.includes('  ') || out.startsWith(' ') || out.endsWith(' ') ? out.replace(/\s{2,}/g, ' ').trim() : out;
 }

@@ -28,6 +28,8 @@ export interface DirectRecordWriter {
   /** A string attribute from bytes [start, end) of a scanned line. */
   rangeAttr(name: string, line: FlatJsonLine, start: number, end: number): void;
   end(body: string): void;
+  /** end() with the body as UTF-8 bytes, body[0, length). */
+  endBytes(body: Uint8Array, length: number): void;
 }
 
 export interface DirectMapped {

@@ -7,15 +7,23 @@ import type { DirectRecordWriter } from './direct-record-writer.js';
 import type { AttributeSink, Route, Severity, TypePlan } from './mapping-plan.js';
 import type { UserAttributeNames } from './enrichment.js';
 import type { FoundUser } from './reference-table.js';
+import { KIND_STRING, KIND_STRING_UTF8 } from '../decoding/flat-json-line.js';
+import { RAW_VALUE, type BodyBytes } from './body-writer.js';
 
 /** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
 export class DirectSink implements AttributeSink {
   out!: DirectRecordWriter;
   private observed = 0n;
   private wanted: Map<string, string> | undefined;
-  /** The values the body reads, by output name (a handful per record: arrays, not a Map). */
+  /**
+   * The values the body reads, by output name (a handful per record: arrays, not a Map): a value
+   * set as it is, or field i of the record's fields, read only when asked for (a string of a
+   * scanned line is never made when the body copies its bytes: BodyBytes).
+   */
   private readonly capturedNames: string[] = [];
   private readonly capturedValues: AttrValue[] = [];
+  private readonly capturedFields: (RecordFields | undefined)[] = [];
+  private readonly capturedIndex: number[] = [];
   private captured = 0;
 
   constructor(private readonly bodyWanted: (plan: TypePlan, family: Family) => Map<string, string>) {}
@@ -84,7 +92,7 @@ export class DirectSink implements AttributeSink {
 
   setField(name: string, f: RecordFields, i: number): void {
     this.out.field(name, f, i);
-    if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, f.value(i) as AttrValue);
+    if (this.wanted !== undefined && this.wanted.has(name)) this.captureField(name, f, i);
   }
 
   setRequestUri(f: RecordFields, i: number): boolean {
@@ -111,18 +119,52 @@ export class DirectSink implements AttributeSink {
     }
     if (out.hasSlot(r.slot)) return false;
     out.fieldAt(r.slot, f, i);
-    if ((r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) this.capture(r.name, f.value(i) as AttrValue);
+    if ((r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) this.captureField(r.name, f, i);
     return true;
   }
 
   private capture(name: string, v: AttrValue): void {
     this.capturedNames[this.captured] = name;
+    this.capturedFields[this.captured] = undefined;
     this.capturedValues[this.captured++] = v;
+  }
+
+  private captureField(name: string, f: RecordFields, i: number): void {
+    this.capturedNames[this.captured] = name;
+    this.capturedFields[this.captured] = f;
+    this.capturedIndex[this.captured++] = i;
+  }
+
+  /** Where the last value set under `name` is kept, or -1 (the record had none). */
+  private find(name: string): number {
+    for (let k = this.captured - 1; k >= 0; k--) if (this.capturedNames[k] === name) return k;
+    return -1;
   }
 
   /** A captured value by output name, the last one set (undefined when the record had none). */
   read(name: string): AttrValue | undefined {
-    for (let i = this.captured - 1; i >= 0; i--) if (this.capturedNames[i] === name) return this.capturedValues[i];
-    return undefined;
+    const k = this.find(name);
+    if (k < 0) return undefined;
+    const f = this.capturedFields[k];
+    return f === undefined ? this.capturedValues[k] : (f.value(this.capturedIndex[k]!) as AttrValue);
+  }
+
+  /** read() for BodyBytes: a string of a scanned line as its bytes (`into`'s raw range, and RAW_VALUE). */
+  readForBody(name: string, into: BodyBytes): unknown {
+    const k = this.find(name);
+    if (k < 0) return undefined;
+    const f = this.capturedFields[k];
+    if (f === undefined) return this.capturedValues[k];
+    const i = this.capturedIndex[k]!;
+    if (f instanceof FlatJsonLine) {
+      const kind = f.kinds[i];
+      if (kind === KIND_STRING || kind === KIND_STRING_UTF8) {
+        into.raw = f.buf;
+        into.rawStart = f.starts[i]!;
+        into.rawEnd = f.ends[i]!;
+        return RAW_VALUE;
+      }
+    }
+    return f.value(i);
   }
 }

@@ -3,7 +3,7 @@ import type { EventTypeEntry } from './catalog.js';
 import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, ResourceDescriptor } from './log-record.js';
 import type { FlatJsonLine, RecordFields } from '../decoding/flat-json-line.js';
-import type { ValueLookup } from './body-template.js';
+import type { TemplatePart, ValueLookup } from './body-template.js';
 import type { SEVERITY_NUMBER } from './semantic-conventions.js';
 import type { OcsfActivityRule } from './ocsf.js';
 
@@ -22,6 +22,9 @@ export interface TypePlan {
   body: ((lookup: ValueLookup) => string) | undefined;
   /** The type's `bodyOnFailure` template, for records that report a failure. */
   bodyOnFailure: ((lookup: ValueLookup) => string) | undefined;
+  /** The two templates parsed, for the fast path's bytes (body-writer.ts). */
+  bodyParts: readonly TemplatePart[] | undefined;
+  bodyOnFailureParts: readonly TemplatePart[] | undefined;
   /** The type's `severity.default` (mapping file). */
   typeSeverity: Severity | undefined;
   /** `severity.failure: always`: every record of the type is a failure. */

@@ -16,7 +16,8 @@ import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import type { WrapperFields } from '../decoding/wrapped-line.js';
 import { FieldName, FlatJsonLine, KIND_STRING, type RecordFields } from '../decoding/flat-json-line.js';
 import { eventTimeParts, fitsUnixNanos, parseEventTimeBytes, parseEventTimeParts, toUnixNanos } from './event-time.js';
-import { NamedUser, compileTemplate, templateFields, type ValueLookup } from './body-template.js';
+import { NamedUser, parseTemplate, templateFields, templateRenderer, type ValueLookup } from './body-template.js';
+import { BodyBytes, type BodySource } from './body-writer.js';
 import { TenantOverrides } from './tenant-overrides.js';
 import { jsonText } from '../core/json-text.js';
 import { ENRICHED_ALIASES, INITIATING_USER_FIELD, bodyNamingOf, enrichRecord, nameInBody, namesAUser, siteResourceAttributes, type BodyNaming, type TenantReference } from './enrichment.js';
@@ -253,6 +254,8 @@ export class RecordMapper {
       }
       if (entry.target) derived.push([ATTR_TARGET_TYPE, entry.target.type]);
     }
+    const bodyParts = entry?.body ? parseTemplate(entry.body, namesAUser) : undefined;
+    const bodyOnFailureParts = entry?.bodyOnFailure ? parseTemplate(entry.bodyOnFailure, namesAUser) : undefined;
     plan = {
       eventType,
       eventName: this.eventNamePrefix + eventType,
@@ -260,8 +263,10 @@ export class RecordMapper {
       family: entry?.family,
       renames,
       semantics: new Map(Object.entries(entry?.semantics ?? {})),
-      body: entry?.body ? compileTemplate(entry.body, namesAUser) : undefined,
-      bodyOnFailure: entry?.bodyOnFailure ? compileTemplate(entry.bodyOnFailure, namesAUser) : undefined,
+      body: bodyParts && templateRenderer(bodyParts),
+      bodyOnFailure: bodyOnFailureParts && templateRenderer(bodyOnFailureParts),
+      bodyParts,
+      bodyOnFailureParts,
       typeSeverity: entry?.severity?.default,
       alwaysFails: entry?.severity?.failure === 'always',
       derived,
@@ -421,7 +426,7 @@ export class RecordMapper {
     const reference = this.reference;
     if (reference?.status === 'loaded') this.enrich(reference, head, sink, this.readDirect);
     this.directHead = head;
-    out.end(renderBody(plan, eventType, this.directLookup, head.errorType));
+    this.writeBody(plan, eventType, head.errorType, out);
     // (one result object per mapper, read by the caller before the next record)
     const r = this.directResult;
     r.eventType = eventType;
@@ -447,6 +452,42 @@ export class RecordMapper {
   private directHead: MappedHead | undefined;
   /** bodyLookup() of mapFieldsDirect's record: one function for every record, none made per record. */
   private readonly directLookup: ValueLookup = (n, user) => this.bodyValue(this.directHead!, this.readDirect, n, user);
+
+  /**
+   * renderBody() of mapFieldsDirect's record, written as bytes (body-writer.ts): its template's
+   * text and the line's strings copied, no string made. A record without a template (an event
+   * type the catalog does not know), or whose body needs what only the string renderer does,
+   * gets the string.
+   */
+  private writeBody(plan: TypePlan, eventType: string, errorType: string | undefined, out: DirectRecordWriter): void {
+    const parts = errorType === undefined || plan.bodyOnFailureParts === undefined ? plan.bodyParts : plan.bodyOnFailureParts;
+    const bytes = this.bodyBytes;
+    if (parts === undefined || !bytes.render(parts, this.directBodySource)) {
+      out.end(renderBody(plan, eventType, this.directLookup, errorType));
+      return;
+    }
+    if (errorType !== undefined && plan.bodyOnFailureParts === undefined) bytes.text(errorType === ERROR_TYPE_OTHER ? ' (failed)' : ` (failed: ${errorType})`);
+    out.endBytes(bytes.buf, bytes.pos);
+  }
+
+  private readonly bodyBytes = new BodyBytes();
+  /** bodyValue() of mapFieldsDirect's record, a string of its line as bytes. */
+  private readonly directBodySource: BodySource = {
+    resolve: (n, user, into) => {
+      const head = this.directHead!;
+      switch (n) {
+        case 'eventType':
+        case ERROR_TYPE_PLACEHOLDER:
+        case 'eventTime':
+        case 'siteLuid':
+        case 'requestUri':
+          return this.bodyValue(head, this.readDirect, n, user);
+      }
+      const name = this.bodyField(head.plan, head.family, n);
+      const reference = this.reference;
+      return user && reference?.status === 'loaded' ? nameInBody(reference.table, this.bodyNaming, this.directSink.read(name)) : this.directSink.readForBody(name, into);
+    },
+  };
 
   /** A body placeholder's value for the record `head` (with reference data, a user the table knows is shown by name). */
   private bodyValue(head: MappedHead, read: (outputName: string) => AttrValue | undefined, n: string, user: boolean): unknown {

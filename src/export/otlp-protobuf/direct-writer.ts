@@ -5,7 +5,7 @@
 import type { AttrValue, InstrumentationScopeInfo, ResourceDescriptor } from '../../mapping/log-record.js';
 import type { DirectRecordWriter } from '../../mapping/direct-record-writer.js';
 import { FlatJsonLine, KIND_STRING, KIND_STRING_UTF8, type RecordFields } from '../../decoding/flat-json-line.js';
-import { keyFieldOf, T_SL_LOG_RECORDS, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_AV_STRING, ProtoWriter } from './writer.js';
+import { keyFieldOf, T_SL_LOG_RECORDS, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_AV_STRING, ProtoWriter, varintSize } from './writer.js';
 import { logRecordAttribute, beginResourceLogs, endResourceLogs } from './object-encoder.js';
 
 /**
@@ -247,6 +247,18 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.byte(T_AV_STRING);
     w.string(body);
     w.end(s);
+    w.endSized(this.recordStart);
+    this.w = null;
+    this.count++;
+  }
+
+  endBytes(body: Uint8Array, length: number): void {
+    const w = this.w!;
+    w.byte(T_LR_BODY);
+    w.varint(1 + varintSize(length) + length);
+    w.byte(T_AV_STRING);
+    w.varint(length);
+    w.raw(body, length);
     w.endSized(this.recordStart);
     this.w = null;
     this.count++;

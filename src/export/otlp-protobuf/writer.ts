@@ -32,7 +32,7 @@ export function keyFieldOf(name: string): Uint8Array {
   return Uint8Array.from([T_KV_KEY, ...lenBytes, ...bytes]);
 }
 
-const varintSize = (v: number): number => (v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : v < 1 << 28 ? 4 : 5);
+export const varintSize = (v: number): number => (v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : v < 1 << 28 ? 4 : 5);
 export const T_REQ_RESOURCE_LOGS = tag(1, WIRE_LEN);
 export const T_RL_RESOURCE = tag(1, WIRE_LEN);
 export const T_RL_SCOPE_LOGS = tag(2, WIRE_LEN);
