@@ -111,13 +111,18 @@ export class DirectSink implements AttributeSink {
     return true;
   }
 
-  setRouted(r: Route, f: RecordFields, i: number): boolean {
+  hasRoute(r: Route): boolean {
     const out = this.out;
     if (r.slotSpace !== out.slotSpace) {
       r.slot = out.slot(r.name);
       r.slotSpace = out.slotSpace;
     }
-    if (out.hasSlot(r.slot)) return false;
+    return out.hasSlot(r.slot);
+  }
+
+  setRouted(r: Route, f: RecordFields, i: number): boolean {
+    if (this.hasRoute(r)) return false;
+    const out = this.out;
     out.fieldAt(r.slot, f, i);
     if ((r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) this.captureField(r.name, f, i);
     return true;

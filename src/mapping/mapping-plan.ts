@@ -96,6 +96,8 @@ export interface AttributeSink {
    * sink cannot (then the caller splits the value itself).
    */
   setRequestUri?(fields: RecordFields, i: number): boolean;
+  /** has() of the route's name (the direct sink: by its slot, no lookup by string). */
+  hasRoute?(r: Route): boolean;
   /** Field i under its route's name unless that name is taken on this record (then false, nothing set). */
   setRouted?(r: Route, fields: RecordFields, i: number): boolean;
   /** `name` (just set with set()) carries the value of the record's field `source` (for the tenant's overrides). */

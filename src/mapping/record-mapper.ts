@@ -653,7 +653,7 @@ export class RecordMapper {
           }
           break;
         case ROUTE_REQUEST_URI:
-          if (rec.isString(i) && !sink.has(ATTR_URL_PATH)) {
+          if (rec.isString(i) && !hasRoute(sink, r)) {
             if (sink.setRequestUri?.(rec, i)) continue;
             const v = rec.value(i) as string;
             const q = v.indexOf('?');
@@ -667,20 +667,20 @@ export class RecordMapper {
           }
           break;
         case ROUTE_URL_FULL:
-          if (rec.isString(i) && !sink.has(ATTR_URL_FULL)) {
+          if (rec.isString(i) && !hasRoute(sink, r)) {
             sink.setField(ATTR_URL_FULL, rec, i);
             continue;
           }
           break;
         case ROUTE_HTTP_HEADER:
-          if (rec.isString(i) && !sink.has(r.name)) {
+          if (rec.isString(i) && !hasRoute(sink, r)) {
             sink.set(r.name, [rec.value(i) as string]);
             sink.from?.(r.name, k);
             continue;
           }
           break;
         case ROUTE_HTTP_METHOD:
-          if (rec.isString(i) && !sink.has(ATTR_HTTP_REQUEST_METHOD)) {
+          if (rec.isString(i) && !hasRoute(sink, r)) {
             const v = rec.value(i) as string;
             // (the known methods are upper case: one of them as sent is canonical)
             if (KNOWN_HTTP_METHODS.has(v)) {
@@ -920,6 +920,11 @@ function putTarget(sink: AttributeSink, name: string, spec: string, rec: RecordF
     sink.from?.(name, n.name);
     return;
   }
+}
+
+/** Whether the route's name is set on the record (the direct sink answers by the route's slot). */
+function hasRoute(sink: AttributeSink, r: Route): boolean {
+  return sink.hasRoute !== undefined ? sink.hasRoute(r) : sink.has(r.name);
 }
 
 const alternativesCache = new Map<string, readonly FieldName[]>();

@@ -83,6 +83,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       // (between records only: within one, a name must keep its slot)
       this.slots = new Map();
       this.slotSpace = {};
+      this.uidSlot = undefined;
     }
     w.byte(T_SL_LOG_RECORDS);
     this.recordStart = w.beginSized();
@@ -208,11 +209,18 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       this.uidPrefix = prefix;
       this.uidHead = Buffer.from(`${prefix}:`);
     }
-    const slot = this.slot(name);
+    // (the same name on every record: its slot kept)
+    let slot = this.uidSlot;
+    if (slot === undefined || this.uidName !== name) {
+      slot = this.uidSlot = this.slot(name);
+      this.uidName = name;
+    }
     slot.seen = this.generation;
     this.w!.numberedStringAttribute(T_LR_ATTRIBUTES, slot.key, this.uidHead, line);
   }
 
+  private uidSlot: NameSlot | undefined;
+  private uidName = '';
   private uidPrefix: string | undefined;
   private uidHead: Uint8Array = new Uint8Array(0);
 
