@@ -265,6 +265,22 @@ describe("a scanned line's string values copied into the request", () => {
   });
 });
 
+describe("a scanned line's HTTP header written as a one-string list", () => {
+  it('is the same on the three paths for lengths on both sides of each length byte of its four nested messages', () => {
+    const items: Array<{ key: string; value: unknown; line: number }> = [];
+    const lengths = [0, 1, 2, ...Array.from({ length: 50 }, (_, i) => 90 + i), ...Array.from({ length: 24 }, (_, i) => 16_300 + i * 4), 40_000];
+    for (const len of lengths) {
+      const v = Array.from({ length: len }, (_, i) => String.fromCharCode(0x21 + ((i * 7 + len) % 90))).join('').replace(/["\\]/g, 'q');
+      items.push({ key: 'pod=p1/siteLuid=s1/eventType=vizql_http_request/part-0.txt', value: { eventTime: '2026-11-29T10:11:12Z', referrer: v, method: 'GET' }, line: items.length + 1 });
+    }
+    items.push({ key: 'pod=p1/siteLuid=s1/eventType=vizql_http_request/part-0.txt', value: { eventTime: '2026-11-29T10:11:12Z', referrer: 'https://ü.example/ä?x=1' }, line: items.length + 1 });
+    const { viaObjects, viaDirect, scannedLines } = both(items);
+    expect(scannedLines).toBe(items.length);
+    expect(viaDirect).toEqual(viaObjects);
+    expect(viaObjects.map((r) => r.attributes['http.request.header.referer'])).toEqual(items.map((i) => [(i.value as { referrer: string }).referrer]));
+  });
+});
+
 describe("a record's time read from a scanned line's bytes", () => {
   it('is the same on the three paths for every shape of eventTime, and a bad one is refused with the same reason', () => {
     const times = [

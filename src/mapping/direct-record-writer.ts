@@ -23,6 +23,8 @@ export interface DirectRecordWriter {
   readonly slotSpace: object;
   hasSlot(slot: unknown): boolean;
   fieldAt(slot: unknown, fields: RecordFields, i: number): void;
+  /** Field i of a scanned line (a string) as a list of that one string, under the slot's name (an HTTP header). */
+  stringListAt(slot: unknown, line: FlatJsonLine, i: number): void;
   /** The string attribute `<prefix>:<line>` (a record's uid), written without making the string. */
   lineUid(name: string, prefix: string, line: number): void;
   /** A string attribute from bytes [start, end) of a scanned line. */

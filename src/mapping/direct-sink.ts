@@ -128,6 +128,18 @@ export class DirectSink implements AttributeSink {
     return true;
   }
 
+  setRoutedAsList(r: Route, f: RecordFields, i: number): boolean {
+    // (a body that reads the header needs the list as a value: the caller's way)
+    if (!(f instanceof FlatJsonLine) || (r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) return false;
+    const out = this.out;
+    if (r.slotSpace !== out.slotSpace) {
+      r.slot = out.slot(r.name);
+      r.slotSpace = out.slotSpace;
+    }
+    out.stringListAt(r.slot, f, i);
+    return true;
+  }
+
   private capture(name: string, v: AttrValue): void {
     this.capturedNames[this.captured] = name;
     this.capturedFields[this.captured] = undefined;

@@ -98,6 +98,11 @@ export interface AttributeSink {
   setRequestUri?(fields: RecordFields, i: number): boolean;
   /** has() of the route's name (the direct sink: by its slot, no lookup by string). */
   hasRoute?(r: Route): boolean;
+  /**
+   * Field i (a string) as a list of that one string under its route's name, the name not set on
+   * this record yet (an HTTP header); false when the sink cannot (then set() of the list).
+   */
+  setRoutedAsList?(r: Route, fields: RecordFields, i: number): boolean;
   /** Field i under its route's name unless that name is taken on this record (then false, nothing set). */
   setRouted?(r: Route, fields: RecordFields, i: number): boolean;
   /** `name` (just set with set()) carries the value of the record's field `source` (for the tenant's overrides). */

@@ -674,6 +674,7 @@ export class RecordMapper {
           break;
         case ROUTE_HTTP_HEADER:
           if (rec.isString(i) && !hasRoute(sink, r)) {
+            if (sink.setRoutedAsList?.(r, rec, i)) continue;
             sink.set(r.name, [rec.value(i) as string]);
             sink.from?.(r.name, k);
             continue;

@@ -203,6 +203,11 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     this.attrAt(slot, fields.value(i) as AttrValue);
   }
 
+  stringListAt(slot: NameSlot, line: FlatJsonLine, i: number): void {
+    slot.seen = this.generation;
+    this.w!.stringListAttribute(T_LR_ATTRIBUTES, slot.key, line.buf, line.starts[i]!, line.ends[i]!);
+  }
+
   lineUid(name: string, prefix: string, line: number): void {
     if (prefix !== this.uidPrefix) {
       // (the same for every line of a segment: encoded once)

@@ -230,6 +230,35 @@ export class ProtoWriter {
     this.pos = p;
   }
 
+  /**
+   * stringAttribute() of a one-string list (`KeyValue{key, AnyValue{array_value{values:
+   * [AnyValue{string_value}]}}}`, an HTTP header's type in the conventions): lengths computed up
+   * front, the string's bytes copied as they are.
+   */
+  stringListAttribute(fieldTag: number, key: Uint8Array, src: Buffer, start: number, end: number): void {
+    const len = end - start;
+    const itemLen = 1 + varintSize(len) + len;
+    const arrayLen = 1 + varintSize(itemLen) + itemLen;
+    const anyLen = 1 + varintSize(arrayLen) + arrayLen;
+    const kvLen = key.length + 1 + varintSize(anyLen) + anyLen;
+    const total = 1 + varintSize(kvLen) + kvLen;
+    if (this.pos + total > this.buf.length) this.grow(total);
+    const buf = this.buf;
+    buf[this.pos++] = fieldTag;
+    this.varint(kvLen);
+    buf.set(key, this.pos);
+    this.pos += key.length;
+    buf[this.pos++] = T_KV_VALUE;
+    this.varint(anyLen);
+    buf[this.pos++] = T_AV_ARRAY;
+    this.varint(arrayLen);
+    buf[this.pos++] = T_LIST_VALUES;
+    this.varint(itemLen);
+    buf[this.pos++] = T_AV_STRING;
+    this.varint(len);
+    this.pos += src.copy(buf, this.pos, start, end);
+  }
+
   /** DataViews of the output buffer and of the last source of stringAttribute's values (made when either changes). */
   private view: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
   private viewOf: Buffer | undefined;
