@@ -14,7 +14,7 @@ import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
 import { parseJsonExact } from '../src/decoding/exact-json.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
 import { ProtoWriter } from '../src/export/otlp-protobuf/writer.js';
-import { encodeLogsRequest } from '../src/export/otlp-protobuf/object-encoder.js';
+import { beginResourceLogs, beginResourceLogsLong, encodeLogsRequest, endResourceLogs, endResourceLogsInPlace } from '../src/export/otlp-protobuf/object-encoder.js';
 import { DirectLogsRequestWriter } from '../src/export/otlp-protobuf/direct-writer.js';
 import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
@@ -401,3 +401,37 @@ describe('ProtoWriter.beginSized/endSized (a record length reserved as two bytes
     expect(Buffer.compare(sized.buf.subarray(0, sized.pos), plain.buf.subarray(0, plain.pos))).toBe(0);
   });
 });
+
+describe('a ResourceLogs ended in place (beginResourceLogsLong/endResourceLogsInPlace: its records not moved)', () => {
+  it('is the same bytes as beginResourceLogs/endResourceLogs for requests of every length class, and where the kept bytes do not hold the length', () => {
+    const scope = { name: 'tableau-activity-otel', version: '9.9.9' };
+    const lengths = [0, 1, 100, 127, 128, 129, 300, 16_250, 16_383, 16_384, 16_385, 2_097_000, 2_097_151, 2_097_152, 3_000_000];
+    const resources = [
+      { key: 'small', attributes: { 'service.name': 'tableau' } },
+      { key: 'big', attributes: { 'service.name': 'tableau', 'tableau.site.name': 'x'.repeat(300) } },
+    ];
+    let compared = 0;
+    for (const resource of resources) {
+      for (const n of lengths) {
+        for (const reserve of [4, 2]) {
+          const plain = new ProtoWriter(16);
+          const long = new ProtoWriter(16);
+          const open = beginResourceLogs(plain, resource, scope);
+          const openLong = beginResourceLogsLong(long, resource, scope, reserve);
+          const content = Buffer.alloc(n, n % 251);
+          if (n > 0) content[n - 1] = 0x7f; // the last byte must land last
+          for (const w of [plain, long]) w.raw(content, n);
+          endResourceLogs(plain, open);
+          const start = endResourceLogsInPlace(long, openLong);
+          const a = plain.buf.subarray(0, plain.pos);
+          const b = long.buf.subarray(start, long.pos);
+          expect(b.length, `${resource.key} ${n} reserve ${reserve}`).toBe(a.length);
+          expect(Buffer.compare(a, b), `${resource.key} ${n} reserve ${reserve}`).toBe(0);
+          compared++;
+        }
+      }
+    }
+    expect(compared).toBe(resources.length * lengths.length * 2);
+  });
+});
+

@@ -6,7 +6,7 @@ import type { AttrValue, InstrumentationScopeInfo, ResourceDescriptor } from '..
 import type { DirectRecordWriter } from '../../mapping/direct-record-writer.js';
 import { FlatJsonLine, KIND_STRING, KIND_STRING_UTF8, type RecordFields } from '../../decoding/flat-json-line.js';
 import { keyFieldOf, T_SL_LOG_RECORDS, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_AV_STRING, ProtoWriter, varintSize } from './writer.js';
-import { logRecordAttribute, beginResourceLogs, endResourceLogs } from './object-encoder.js';
+import { logRecordAttribute, beginResourceLogsLong, endResourceLogsInPlace } from './object-encoder.js';
 
 /**
  * An attribute name as the direct writer knows it: its encoded key field, and the record
@@ -37,7 +37,7 @@ const MAX_NAME_SLOTS = 20_000;
  */
 export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** Per resource: a writer that starts with its ResourceLogs/ScopeLogs header, records follow. */
-  private readonly groups = new Map<string, { w: ProtoWriter; open: [number, number] }>();
+  private readonly groups = new Map<string, { w: ProtoWriter; open: [number, number, number] }>();
   /** Writers of earlier requests, ready for reuse. */
   private readonly spare: ProtoWriter[] = [];
   private readonly joined = new ProtoWriter(1 << 16);
@@ -72,7 +72,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     this.openedGroup = undefined;
     if (!g) {
       const w = this.spare.pop() ?? new ProtoWriter(4 << 20);
-      g = { w, open: beginResourceLogs(w, resource, this.scope) };
+      g = { w, open: beginResourceLogsLong(w, resource, this.scope) };
       this.groups.set(resource.key, g);
       this.openedGroup = resource.key;
     }
@@ -284,10 +284,15 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   finish(): Uint8Array | null {
     if (this.count === 0) return null;
     const groups = [...this.groups.values()];
-    for (const g of groups) endResourceLogs(g.w, g.open);
     // one resource (the usual case): its writer already holds the whole request
-    if (groups.length === 1) return groups[0]!.w.buf.subarray(0, groups[0]!.w.pos);
-    for (const g of groups) this.joined.raw(g.w.buf, g.w.pos);
+    if (groups.length === 1) {
+      const w = groups[0]!.w;
+      return w.buf.subarray(endResourceLogsInPlace(w, groups[0]!.open), w.pos);
+    }
+    for (const g of groups) {
+      const start = endResourceLogsInPlace(g.w, g.open);
+      this.joined.raw(g.w.buf.subarray(start), g.w.pos - start);
+    }
     return this.joined.buf.subarray(0, this.joined.pos);
   }
 }

@@ -6,7 +6,7 @@
  */
 import { fitsInt64, type AttrValue, type InstrumentationScopeInfo, type MappedLogRecord, type ResourceDescriptor } from '../../mapping/log-record.js';
 import { jsonText } from '../../core/json-text.js';
-import { T_REQ_RESOURCE_LOGS, T_RL_RESOURCE, T_RL_SCOPE_LOGS, T_RES_ATTRIBUTES, T_SL_SCOPE, T_SL_LOG_RECORDS, T_SCOPE_NAME, T_SCOPE_VERSION, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_KV_VALUE, T_AV_STRING, T_AV_BOOL, T_AV_INT, T_AV_DOUBLE, T_AV_ARRAY, T_AV_KVLIST, T_LIST_VALUES, ProtoWriter } from './writer.js';
+import { T_REQ_RESOURCE_LOGS, T_RL_RESOURCE, T_RL_SCOPE_LOGS, T_RES_ATTRIBUTES, T_SL_SCOPE, T_SL_LOG_RECORDS, T_SCOPE_NAME, T_SCOPE_VERSION, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_KV_VALUE, T_AV_STRING, T_AV_BOOL, T_AV_INT, T_AV_DOUBLE, T_AV_ARRAY, T_AV_KVLIST, T_LIST_VALUES, ProtoWriter, putVarint, varintSize } from './writer.js';
 
 /**
  * Maps and arrays nested deeper than this are written as their JSON text. A record attribute's
@@ -158,6 +158,62 @@ export function beginResourceLogs(w: ProtoWriter, resource: ResourceDescriptor, 
 export function endResourceLogs(w: ProtoWriter, [rl, sl]: [number, number]): void {
   w.end(sl);
   w.end(rl);
+}
+
+/** Length bytes kept for a ResourceLogs and its ScopeLogs (up to 256 MiB). */
+const LONG_LENGTH_BYTES = 4;
+
+/**
+ * beginResourceLogs() for a request of megabytes, ended by endResourceLogsInPlace(): `reserve`
+ * bytes (four but in tests) are kept for each of the two long lengths.
+ */
+export function beginResourceLogsLong(w: ProtoWriter, resource: ResourceDescriptor, scope: InstrumentationScopeInfo, reserve = LONG_LENGTH_BYTES): [number, number, number] {
+  w.byte(T_REQ_RESOURCE_LOGS);
+  const rl = w.beginLong(reserve);
+  w.byte(T_RL_RESOURCE);
+  const res = w.begin();
+  attributes(w, T_RES_ATTRIBUTES, resource.attributes);
+  w.end(res);
+  w.byte(T_RL_SCOPE_LOGS);
+  const sl = w.beginLong(reserve);
+  w.byte(T_SL_SCOPE);
+  const sc = w.begin();
+  w.byte(T_SCOPE_NAME);
+  w.string(scope.name);
+  w.byte(T_SCOPE_VERSION);
+  w.string(scope.version);
+  w.end(sc);
+  return [rl, sl, reserve];
+}
+
+/**
+ * Ends what beginResourceLogsLong() opened without moving the records: each length is written
+ * just before its content, and the few hundred bytes before it (the tag, the resource) move up
+ * to meet it, where end() would move the megabytes after it down. Returns where the
+ * ResourceLogs now starts in the writer's buffer (it runs to the writer's position).
+ */
+export function endResourceLogsInPlace(w: ProtoWriter, [rl, sl, reserve]: [number, number, number]): number {
+  const end = w.pos;
+  if (varintSize(end - rl) > reserve) {
+    // (a length the kept bytes do not hold: the content moves on)
+    w.endReserved(sl, reserve);
+    w.endReserved(rl, reserve);
+    return rl - reserve - 1;
+  }
+  const buf = w.buf;
+  const slLen = end - sl;
+  const slBytes = varintSize(slLen);
+  putVarint(buf, sl - slBytes, slLen);
+  // the ResourceLogs' content up to the ScopeLogs' tag moves up to the ScopeLogs' length
+  const gap = reserve - slBytes;
+  if (gap > 0) buf.copyWithin(rl + gap, rl, sl - reserve);
+  const content = rl + gap;
+  const rlLen = end - content;
+  const rlBytes = varintSize(rlLen);
+  putVarint(buf, content - rlBytes, rlLen);
+  const start = content - rlBytes - 1;
+  buf[start] = T_REQ_RESOURCE_LOGS;
+  return start;
 }
 
 /** Groups records by resource (first-seen order) and encodes one ExportLogsServiceRequest. */

@@ -32,6 +32,15 @@ export function keyFieldOf(name: string): Uint8Array {
   return Uint8Array.from([T_KV_KEY, ...lenBytes, ...bytes]);
 }
 
+/** `v` as a varint at buf[at, at + varintSize(v)). */
+export function putVarint(buf: Uint8Array, at: number, v: number): void {
+  while (v > 127) {
+    buf[at++] = (v & 127) | 128;
+    v = Math.floor(v / 128);
+  }
+  buf[at] = v;
+}
+
 export const varintSize = (v: number): number => (v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : v < 1 << 28 ? 4 : 5);
 export const T_REQ_RESOURCE_LOGS = tag(1, WIRE_LEN);
 export const T_RL_RESOURCE = tag(1, WIRE_LEN);
@@ -369,6 +378,18 @@ export class ProtoWriter {
     if (this.pos + 2 > this.buf.length) this.grow(2);
     this.pos += 2;
     return this.pos;
+  }
+
+  /** Starts a message expected to be long (a request's ResourceLogs, ScopeLogs): reserves `reserve` length bytes (see object-encoder.ts's endResourceLogsInPlace). */
+  beginLong(reserve: number): number {
+    if (this.pos + reserve > this.buf.length) this.grow(reserve);
+    this.pos += reserve;
+    return this.pos;
+  }
+
+  /** Ends a message begun at `start` with `reserved` length bytes, its length a minimal varint (the content moves when it needs fewer or more). */
+  endReserved(start: number, reserved: number): void {
+    this.placeLength(start, reserved);
   }
 
   /** Ends a message begun with beginSized() at `start`, its length still a minimal varint. */
