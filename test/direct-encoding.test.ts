@@ -14,7 +14,7 @@ import { FlatJsonLine } from '../src/decoding/flat-json-line.js';
 import { parseJsonExact } from '../src/decoding/exact-json.js';
 import { parseObjectKey } from '../src/decoding/object-key.js';
 import { ProtoWriter } from '../src/export/otlp-protobuf/writer.js';
-import { beginResourceLogs, beginResourceLogsLong, encodeLogsRequest, endResourceLogs, endResourceLogsInPlace } from '../src/export/otlp-protobuf/object-encoder.js';
+import { beginResourceLogs, encodeLogsRequest, endResourceLogs, endResourceLogsInPlace } from '../src/export/otlp-protobuf/object-encoder.js';
 import { DirectLogsRequestWriter } from '../src/export/otlp-protobuf/direct-writer.js';
 import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
@@ -402,8 +402,8 @@ describe('ProtoWriter.beginSized/endSized (a record length reserved as two bytes
   });
 });
 
-describe('a ResourceLogs ended in place (beginResourceLogsLong/endResourceLogsInPlace: its records not moved)', () => {
-  it('is the same bytes as beginResourceLogs/endResourceLogs for requests of every length class, and where the kept bytes do not hold the length', () => {
+describe('a ResourceLogs begun with long lengths and ended in place (endResourceLogsInPlace: its records not moved)', () => {
+  it('is the same bytes as one length byte and endResourceLogs for requests of every length class, and where the kept bytes do not hold the length', () => {
     const scope = { name: 'tableau-activity-otel', version: '9.9.9' };
     const lengths = [0, 1, 100, 127, 128, 129, 300, 16_250, 16_383, 16_384, 16_385, 2_097_000, 2_097_151, 2_097_152, 3_000_000];
     const resources = [
@@ -417,7 +417,7 @@ describe('a ResourceLogs ended in place (beginResourceLogsLong/endResourceLogsIn
           const plain = new ProtoWriter(16);
           const long = new ProtoWriter(16);
           const open = beginResourceLogs(plain, resource, scope);
-          const openLong = beginResourceLogsLong(long, resource, scope, reserve);
+          const openLong = beginResourceLogs(long, resource, scope, reserve);
           const content = Buffer.alloc(n, n % 251);
           if (n > 0) content[n - 1] = 0x7f; // the last byte must land last
           for (const w of [plain, long]) w.raw(content, n);

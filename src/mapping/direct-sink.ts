@@ -7,7 +7,6 @@ import type { DirectRecordWriter } from './direct-record-writer.js';
 import type { AttributeSink, Route, Severity, TypePlan } from './mapping-plan.js';
 import type { UserAttributeNames } from './enrichment.js';
 import type { FoundUser } from './reference-table.js';
-import { KIND_STRING, KIND_STRING_UTF8 } from '../decoding/flat-json-line.js';
 import { RAW_VALUE, type BodyBytes } from './body-writer.js';
 
 /** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
@@ -111,19 +110,23 @@ export class DirectSink implements AttributeSink {
     return true;
   }
 
-  hasRoute(r: Route): boolean {
+  /** The writer's slot of the route's name (found once per slot space, kept on the route). */
+  private routeSlot(r: Route): unknown {
     const out = this.out;
     if (r.slotSpace !== out.slotSpace) {
       r.slot = out.slot(r.name);
       r.slotSpace = out.slotSpace;
     }
-    return out.hasSlot(r.slot);
+    return r.slot;
+  }
+
+  hasRoute(r: Route): boolean {
+    return this.out.hasSlot(this.routeSlot(r));
   }
 
   setRouted(r: Route, f: RecordFields, i: number): boolean {
     if (this.hasRoute(r)) return false;
-    const out = this.out;
-    out.fieldAt(r.slot, f, i);
+    this.out.fieldAt(r.slot, f, i);
     if ((r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) this.captureField(r.name, f, i);
     return true;
   }
@@ -131,12 +134,7 @@ export class DirectSink implements AttributeSink {
   setRoutedAsList(r: Route, f: RecordFields, i: number): boolean {
     // (a body that reads the header needs the list as a value: the caller's way)
     if (!(f instanceof FlatJsonLine) || (r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) return false;
-    const out = this.out;
-    if (r.slotSpace !== out.slotSpace) {
-      r.slot = out.slot(r.name);
-      r.slotSpace = out.slotSpace;
-    }
-    out.stringListAt(r.slot, f, i);
+    this.out.stringListAt(this.routeSlot(r), f, i);
     return true;
   }
 
@@ -173,14 +171,11 @@ export class DirectSink implements AttributeSink {
     const f = this.capturedFields[k];
     if (f === undefined) return this.capturedValues[k];
     const i = this.capturedIndex[k]!;
-    if (f instanceof FlatJsonLine) {
-      const kind = f.kinds[i];
-      if (kind === KIND_STRING || kind === KIND_STRING_UTF8) {
-        into.raw = f.buf;
-        into.rawStart = f.starts[i]!;
-        into.rawEnd = f.ends[i]!;
-        return RAW_VALUE;
-      }
+    if (f instanceof FlatJsonLine && f.isString(i)) {
+      into.raw = f.buf;
+      into.rawStart = f.starts[i]!;
+      into.rawEnd = f.ends[i]!;
+      return RAW_VALUE;
     }
     return f.value(i);
   }

@@ -6,7 +6,7 @@ import type { AttrValue, InstrumentationScopeInfo, ResourceDescriptor } from '..
 import type { DirectRecordWriter } from '../../mapping/direct-record-writer.js';
 import { FlatJsonLine, KIND_STRING, KIND_STRING_UTF8, type RecordFields } from '../../decoding/flat-json-line.js';
 import { keyFieldOf, T_SL_LOG_RECORDS, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_AV_STRING, ProtoWriter, varintSize } from './writer.js';
-import { logRecordAttribute, beginResourceLogsLong, endResourceLogsInPlace } from './object-encoder.js';
+import { logRecordAttribute, beginResourceLogs, endResourceLogsInPlace, LONG_LENGTH_BYTES } from './object-encoder.js';
 
 /**
  * An attribute name as the direct writer knows it: its encoded key field, and the record
@@ -72,7 +72,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     this.openedGroup = undefined;
     if (!g) {
       const w = this.spare.pop() ?? new ProtoWriter(4 << 20);
-      g = { w, open: beginResourceLogsLong(w, resource, this.scope) };
+      g = { w, open: beginResourceLogs(w, resource, this.scope, LONG_LENGTH_BYTES) };
       this.groups.set(resource.key, g);
       this.openedGroup = resource.key;
     }
@@ -260,9 +260,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.byte(T_AV_STRING);
     w.string(body);
     w.end(s);
-    w.endSized(this.recordStart);
-    this.w = null;
-    this.count++;
+    this.closeRecord(w);
   }
 
   endBytes(body: Uint8Array, length: number): void {
@@ -272,6 +270,11 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.byte(T_AV_STRING);
     w.varint(length);
     w.raw(body, length);
+    this.closeRecord(w);
+  }
+
+  /** The open record's end, once its body is written. */
+  private closeRecord(w: ProtoWriter): void {
     w.endSized(this.recordStart);
     this.w = null;
     this.count++;

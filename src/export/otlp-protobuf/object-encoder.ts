@@ -135,47 +135,23 @@ function logRecord(w: ProtoWriter, r: MappedLogRecord): void {
   w.string(r.eventName);
 }
 
-/** Opens ResourceLogs{resource, ScopeLogs{scope, …}}: the log records follow. */
-export function beginResourceLogs(w: ProtoWriter, resource: ResourceDescriptor, scope: InstrumentationScopeInfo): [number, number] {
-  w.byte(T_REQ_RESOURCE_LOGS);
-  const rl = w.begin();
-  w.byte(T_RL_RESOURCE);
-  const res = w.begin();
-  attributes(w, T_RES_ATTRIBUTES, resource.attributes);
-  w.end(res);
-  w.byte(T_RL_SCOPE_LOGS);
-  const sl = w.begin();
-  w.byte(T_SL_SCOPE);
-  const sc = w.begin();
-  w.byte(T_SCOPE_NAME);
-  w.string(scope.name);
-  w.byte(T_SCOPE_VERSION);
-  w.string(scope.version);
-  w.end(sc);
-  return [rl, sl];
-}
-
-export function endResourceLogs(w: ProtoWriter, [rl, sl]: [number, number]): void {
-  w.end(sl);
-  w.end(rl);
-}
-
-/** Length bytes kept for a ResourceLogs and its ScopeLogs (up to 256 MiB). */
-const LONG_LENGTH_BYTES = 4;
+/** Length bytes kept for a ResourceLogs and its ScopeLogs of a request of megabytes (up to 256 MiB: endResourceLogsInPlace). */
+export const LONG_LENGTH_BYTES = 4;
 
 /**
- * beginResourceLogs() for a request of megabytes, ended by endResourceLogsInPlace(): `reserve`
- * bytes (four but in tests) are kept for each of the two long lengths.
+ * Opens ResourceLogs{resource, ScopeLogs{scope, …}}: the log records follow. `lengthBytes` are
+ * kept for each of the two lengths (one: endResourceLogs moves the records when they need more;
+ * LONG_LENGTH_BYTES for endResourceLogsInPlace).
  */
-export function beginResourceLogsLong(w: ProtoWriter, resource: ResourceDescriptor, scope: InstrumentationScopeInfo, reserve = LONG_LENGTH_BYTES): [number, number, number] {
+export function beginResourceLogs(w: ProtoWriter, resource: ResourceDescriptor, scope: InstrumentationScopeInfo, lengthBytes = 1): [number, number, number] {
   w.byte(T_REQ_RESOURCE_LOGS);
-  const rl = w.beginLong(reserve);
+  const rl = w.beginLong(lengthBytes);
   w.byte(T_RL_RESOURCE);
   const res = w.begin();
   attributes(w, T_RES_ATTRIBUTES, resource.attributes);
   w.end(res);
   w.byte(T_RL_SCOPE_LOGS);
-  const sl = w.beginLong(reserve);
+  const sl = w.beginLong(lengthBytes);
   w.byte(T_SL_SCOPE);
   const sc = w.begin();
   w.byte(T_SCOPE_NAME);
@@ -183,11 +159,17 @@ export function beginResourceLogsLong(w: ProtoWriter, resource: ResourceDescript
   w.byte(T_SCOPE_VERSION);
   w.string(scope.version);
   w.end(sc);
-  return [rl, sl, reserve];
+  return [rl, sl, lengthBytes];
+}
+
+/** Ends what beginResourceLogs() opened, each length a minimal varint (the records move when it needs other than the bytes kept). */
+export function endResourceLogs(w: ProtoWriter, [rl, sl, lengthBytes]: [number, number, number]): void {
+  w.endReserved(sl, lengthBytes);
+  w.endReserved(rl, lengthBytes);
 }
 
 /**
- * Ends what beginResourceLogsLong() opened without moving the records: each length is written
+ * Ends what beginResourceLogs() opened with LONG_LENGTH_BYTES without moving the records: each length is written
  * just before its content, and the few hundred bytes before it (the tag, the resource) move up
  * to meet it, where end() would move the megabytes after it down. Returns where the
  * ResourceLogs now starts in the writer's buffer (it runs to the writer's position).
@@ -196,8 +178,7 @@ export function endResourceLogsInPlace(w: ProtoWriter, [rl, sl, reserve]: [numbe
   const end = w.pos;
   if (varintSize(end - rl) > reserve) {
     // (a length the kept bytes do not hold: the content moves on)
-    w.endReserved(sl, reserve);
-    w.endReserved(rl, reserve);
+    endResourceLogs(w, [rl, sl, reserve]);
     return rl - reserve - 1;
   }
   const buf = w.buf;

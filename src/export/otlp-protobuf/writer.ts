@@ -248,17 +248,8 @@ export class ProtoWriter {
     const len = end - start;
     const itemLen = 1 + varintSize(len) + len;
     const arrayLen = 1 + varintSize(itemLen) + itemLen;
-    const anyLen = 1 + varintSize(arrayLen) + arrayLen;
-    const kvLen = key.length + 1 + varintSize(anyLen) + anyLen;
-    const total = 1 + varintSize(kvLen) + kvLen;
-    if (this.pos + total > this.buf.length) this.grow(total);
+    this.attributeHead(fieldTag, key, 1 + varintSize(arrayLen) + arrayLen);
     const buf = this.buf;
-    buf[this.pos++] = fieldTag;
-    this.varint(kvLen);
-    buf.set(key, this.pos);
-    this.pos += key.length;
-    buf[this.pos++] = T_KV_VALUE;
-    this.varint(anyLen);
     buf[this.pos++] = T_AV_ARRAY;
     this.varint(arrayLen);
     buf[this.pos++] = T_LIST_VALUES;
@@ -310,7 +301,16 @@ export class ProtoWriter {
    * tag and length, the string's tag and `len`; room is made for the `len` bytes that follow.
    */
   private stringAttributeHead(fieldTag: number, key: Uint8Array, len: number): void {
-    const anyLen = 1 + varintSize(len) + len;
+    this.attributeHead(fieldTag, key, 1 + varintSize(len) + len);
+    this.buf[this.pos++] = T_AV_STRING;
+    this.varint(len);
+  }
+
+  /**
+   * An attribute up to its AnyValue's content: `fieldTag`, the KeyValue's length, `key`, the
+   * AnyValue's tag and `anyLen`; room is made for the whole attribute.
+   */
+  private attributeHead(fieldTag: number, key: Uint8Array, anyLen: number): void {
     const kvLen = key.length + 1 + varintSize(anyLen) + anyLen;
     const total = 1 + varintSize(kvLen) + kvLen;
     if (this.pos + total > this.buf.length) this.grow(total);
@@ -322,8 +322,6 @@ export class ProtoWriter {
     this.pos += key.length;
     buf[this.pos++] = T_KV_VALUE;
     this.varint(anyLen);
-    buf[this.pos++] = T_AV_STRING;
-    this.varint(len);
   }
 
   /** The encoded `KeyValue.key` field of an attribute name, cached. */
@@ -380,7 +378,7 @@ export class ProtoWriter {
     return this.pos;
   }
 
-  /** Starts a message expected to be long (a request's ResourceLogs, ScopeLogs): reserves `reserve` length bytes (see object-encoder.ts's endResourceLogsInPlace). */
+  /** Starts a nested message with `reserve` length bytes kept (a request's ResourceLogs and ScopeLogs: see object-encoder.ts's beginResourceLogs); ended by endReserved(). */
   beginLong(reserve: number): number {
     if (this.pos + reserve > this.buf.length) this.grow(reserve);
     this.pos += reserve;
