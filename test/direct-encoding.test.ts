@@ -435,3 +435,47 @@ describe('a ResourceLogs begun with long lengths and ended in place (endResource
   });
 });
 
+
+describe('a request of several resources finished into the task output buffer (DirectLogsRequestWriter.finish(into))', () => {
+  const items = Array.from({ length: 30 }, (_, i) => ({
+    key: i % 5 === 4 ? 'tenant=t/y=2026/m=11/d=29/h=10/eventType=create_site/f.txt' : `pod=p1/siteLuid=s-${i % 3}/y=2026/m=11/d=29/h=10/eventType=hist_access_view/f.txt`,
+    value: i % 5 === 4 ? { eventTime: '2026-11-29T10:11:12Z', siteName: `site ${i}` } : { eventTime: '2026-11-29T10:11:12Z', actorUserLuid: `u${i}`, viewName: `view ${i}` },
+    line: i + 1,
+  }));
+  function written(): DirectLogsRequestWriter {
+    const mapper = new RecordMapper(catalog, { tenantId: 't1' });
+    const writer = new DirectLogsRequestWriter(scope);
+    for (const { key, value, line } of items) expect(mapper.mapDirect(value, line, { keyInfo: parseObjectKey(key), uidPrefix: 'abc' }, OBSERVED, writer).ok).toBe(true);
+    return writer;
+  }
+
+  it('is the same request, written at the start of the buffer given, when it fits there; else in a buffer of its own, the one given not touched', () => {
+    const alone = written().finish()!;
+    const records = decodeOtlpLogsBody(alone, 'protobuf');
+    expect(records).toHaveLength(30);
+    expect(new Set(records.map((r) => canon(r.resource))).size).toBe(4);
+
+    const into = new Uint8Array(alone.length + 100).fill(0xee);
+    const placed = written().finish(into)!;
+    expect(placed.buffer).toBe(into.buffer);
+    expect(placed.byteOffset).toBe(0);
+    expect(Buffer.compare(placed, alone)).toBe(0);
+    expect(into.subarray(alone.length).every((b) => b === 0xee)).toBe(true);
+
+    const small = new Uint8Array(alone.length - 1).fill(0xee);
+    const own = written().finish(small)!;
+    expect(own.buffer).not.toBe(small.buffer);
+    expect(Buffer.compare(own, alone)).toBe(0);
+    expect(small.every((b) => b === 0xee)).toBe(true);
+  });
+
+  it('of one resource is a view of its writer, as before, whatever buffer is given', () => {
+    const mapper = new RecordMapper(catalog, { tenantId: 't1' });
+    const writer = new DirectLogsRequestWriter(scope);
+    for (const { key, value, line } of items.filter((x) => x.key.includes('s-1'))) mapper.mapDirect(value, line, { keyInfo: parseObjectKey(key), uidPrefix: 'abc' }, OBSERVED, writer);
+    const into = new Uint8Array(1 << 20);
+    const body = writer.finish(into)!;
+    expect(body.buffer).not.toBe(into.buffer);
+    expect(decodeOtlpLogsBody(body, 'protobuf')).toHaveLength(8);
+  });
+});

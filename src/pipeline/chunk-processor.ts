@@ -378,7 +378,7 @@ export class ChunkProcessor {
       }
     });
 
-    const directBody = direct?.finish();
+    const directBody = direct?.finish(task.output);
     /** Records no encoder could take (indices into `records` as mapped). */
     const setAside = new Set<number>();
     const encoded = direct
@@ -443,7 +443,8 @@ function placePayloads(payloads: Uint8Array[][], output: Uint8Array | undefined,
     let at = 0;
     return payloads.map((ps) =>
       ps.map((p) => {
-        output.set(p, at);
+        // (a body the direct writer already put there is not copied onto itself)
+        if (p.buffer !== output.buffer || p.byteOffset !== output.byteOffset + at) output.set(p, at);
         const view = output.subarray(at, at + p.length);
         at += p.length;
         return view;

@@ -28,6 +28,8 @@ export interface ConstBlock {
 
 /** Names the direct writer keeps slots for before it starts afresh (a flood of random names must not grow memory). */
 const MAX_NAME_SLOTS = 20_000;
+/** Writers of earlier requests kept for reuse (those that held most). */
+const MAX_SPARE_WRITERS = 8;
 
 /**
  * Writes mapped records straight into OTLP protobuf as the mapper emits them
@@ -37,9 +39,14 @@ const MAX_NAME_SLOTS = 20_000;
  */
 export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** Per resource: a writer that starts with its ResourceLogs/ScopeLogs header, records follow. */
-  private readonly groups = new Map<string, { w: ProtoWriter; open: [number, number, number] }>();
-  /** Writers of earlier requests, ready for reuse. */
-  private readonly spare: ProtoWriter[] = [];
+  private readonly groups = new Map<string, { w: ProtoWriter; open: [number, number, number]; mark: number }>();
+  /**
+   * Writers of earlier requests, ready for reuse, with the most each held (the pages of its
+   * buffer touched so far); the one that held most last, so that the first resource of a request
+   * (usually the one most of its records go to) gets it and the writers of the others touch few
+   * pages of their own.
+   */
+  private readonly spare: Array<{ w: ProtoWriter; mark: number }> = [];
   private readonly joined = new ProtoWriter(1 << 16);
   private w: ProtoWriter | null = null;
   private recordStart = 0;
@@ -58,10 +65,14 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** Starts a new request (what finish() returned before is overwritten from here on). */
   reset(): void {
     for (const g of this.groups.values()) {
+      this.spare.push({ w: g.w, mark: Math.max(g.mark, g.w.pos) });
       g.w.reset();
-      if (this.spare.length < 8) this.spare.push(g.w);
     }
     this.groups.clear();
+    if (this.spare.length > 1) {
+      this.spare.sort((a, b) => a.mark - b.mark);
+      if (this.spare.length > MAX_SPARE_WRITERS) this.spare.splice(0, this.spare.length - MAX_SPARE_WRITERS);
+    }
     this.joined.reset();
     this.w = null;
     this.count = 0;
@@ -71,8 +82,9 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     let g = this.groups.get(resource.key);
     this.openedGroup = undefined;
     if (!g) {
-      const w = this.spare.pop() ?? new ProtoWriter(4 << 20);
-      g = { w, open: beginResourceLogs(w, resource, this.scope, LONG_LENGTH_BYTES) };
+      const spare = this.spare.pop();
+      const w = spare?.w ?? new ProtoWriter(4 << 20);
+      g = { w, open: beginResourceLogs(w, resource, this.scope, LONG_LENGTH_BYTES), mark: spare?.mark ?? 0 };
       this.groups.set(resource.key, g);
       this.openedGroup = resource.key;
     }
@@ -246,9 +258,11 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.pos = this.recordOpen;
     if (this.openedGroup !== undefined) {
       // the record's resource had no other record: its group goes too
+      const mark = Math.max(this.groups.get(this.openedGroup)!.mark, w.pos);
       this.groups.delete(this.openedGroup);
       w.reset();
-      if (this.spare.length < 8) this.spare.push(w);
+      // (back where it was taken from: the next resource opened takes it again)
+      this.spare.push({ w, mark });
     }
     this.w = null;
   }
@@ -281,10 +295,13 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   }
 
   /**
-   * The request, or null when no record was written. It is a view into the writer's own buffer,
-   * valid until reset(): copy it to keep it.
+   * The request, or null when no record was written. With one resource it is a view into that
+   * resource's writer, valid until reset(): copy it to keep it. With several, their ResourceLogs
+   * are put one after the other into `into` when they fit there (the task's output buffer: the
+   * request is then a view of its start, and no other copy is made), else into a writer of this
+   * one's, valid until reset() too.
    */
-  finish(): Uint8Array | null {
+  finish(into?: Uint8Array): Uint8Array | null {
     if (this.count === 0) return null;
     const groups = [...this.groups.values()];
     // one resource (the usual case): its writer already holds the whole request
@@ -292,10 +309,18 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       const w = groups[0]!.w;
       return w.buf.subarray(endResourceLogsInPlace(w, groups[0]!.open), w.pos);
     }
-    for (const g of groups) {
-      const start = endResourceLogsInPlace(g.w, g.open);
-      this.joined.raw(g.w.buf.subarray(start), g.w.pos - start);
+    const parts = groups.map((g) => g.w.buf.subarray(endResourceLogsInPlace(g.w, g.open), g.w.pos));
+    let total = 0;
+    for (const p of parts) total += p.length;
+    if (into !== undefined && total <= into.length) {
+      let at = 0;
+      for (const p of parts) {
+        into.set(p, at);
+        at += p.length;
+      }
+      return into.subarray(0, total);
     }
+    for (const p of parts) this.joined.raw(p, p.length);
     return this.joined.buf.subarray(0, this.joined.pos);
   }
 }
