@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileChunks as readChunks, type FileChunksOptions } from '../dist/sources/directory/file-chunks.js';
 import { LocalSyncCalls } from '../dist/sources/directory/local-sync-calls.js';
+import { bufferReleaseStats } from '../dist/core/buffer-release.js';
 
 let dir: string;
 beforeAll(() => {
@@ -71,6 +72,34 @@ describe.each(modes)('fileChunks ($mode)', ({ calls }) => {
     expect(chunks[0]!.length).toBe(first.length);
     // past the listing: probe-sized reads, the last one short
     expect(chunks.slice(1).every((c) => c.length <= 64 * 1024)).toBe(true);
+  });
+
+  it('a read past the size listed that found nothing lends its buffer to the next such read; one that found bytes keeps its own, and they stay as read', async () => {
+    const done = join(dir, 'read-to-end.txt');
+    const data = randomBytes(10_000);
+    writeFileSync(done, data);
+    const grew = join(dir, 'grew-then-done.txt');
+    const head = randomBytes(5_000);
+    const tail = randomBytes(3_000);
+    writeFileSync(grew, Buffer.concat([head, tail]));
+    // the first read to the end leaves its empty probe for the next
+    expect(Buffer.concat(await collect(fileChunks(done, { expectedSize: data.length }))).equals(data)).toBe(true);
+    const before = bufferReleaseStats.probesReused;
+    expect(Buffer.concat(await collect(fileChunks(done, { expectedSize: data.length }))).equals(data)).toBe(true);
+    expect(bufferReleaseStats.probesReused).toBe(before + 1);
+    // a probe that finds the bytes written since the listing hands them on in the spare buffer...
+    const chunks = await collect(fileChunks(grew, { expectedSize: head.length }));
+    expect(bufferReleaseStats.probesReused).toBe(before + 2);
+    expect(chunks.map((c) => c.length)).toEqual([head.length, tail.length]);
+    // ...and never lends that buffer again (the read after it found nothing in a new one, lent
+    // from here on): later probes do not overwrite what it yielded
+    for (let i = 0; i < 3; i++) expect(Buffer.concat(await collect(fileChunks(done, { expectedSize: data.length }))).equals(data)).toBe(true);
+    const other = join(dir, 'grew-again.txt');
+    const otherTail = randomBytes(3_000);
+    writeFileSync(other, Buffer.concat([head, otherTail]));
+    expect(Buffer.concat(await collect(fileChunks(other, { expectedSize: head.length }))).equals(Buffer.concat([head, otherTail]))).toBe(true);
+    expect(Buffer.concat(chunks).equals(Buffer.concat([head, tail]))).toBe(true);
+    expect(bufferReleaseStats.probesReused).toBe(before + 6);
   });
 
   it('endAtExpectedSize (a finished file): ends at the size listed, bytes past it are left for the next listing', async () => {

@@ -40,8 +40,8 @@ const counted = new WeakSet<Uint8Array>();
 
 type Transferable = ArrayBuffer & { transfer?: (length?: number) => ArrayBuffer };
 
-/** Buffers detached so far, and reads served by a spare buffer (for tests and the bench). */
-export const bufferReleaseStats = { released: 0, reused: 0 };
+/** Buffers detached so far, reads served by a spare buffer, probes served by the spare probe buffer (for tests and the bench). */
+export const bufferReleaseStats = { released: 0, reused: 0, probesReused: 0 };
 
 /** The size of the read buffers that are kept for the next read (the directory source's whole reads). */
 export const READ_BUFFER_BYTES = 256 * 1024;
@@ -66,6 +66,29 @@ export function readBuffer(bytes: number): Buffer {
   return buf;
 }
 
+/**
+ * The buffer of a read past the size listed that found nothing (the usual end of a file read to
+ * its end, as every gzip object is): no view of it was handed on, so the next such read takes it
+ * instead of allocating one that would only wait for the collector. At most one is kept.
+ */
+let spareProbe: Buffer | undefined;
+
+/** A buffer of `bytes` for a read past the size listed: the spare one when it is that size. */
+export function probeBuffer(bytes: number): Buffer {
+  const spare = spareProbe;
+  if (spare !== undefined && spare.length === bytes) {
+    spareProbe = undefined;
+    bufferReleaseStats.probesReused++;
+    return spare;
+  }
+  return Buffer.allocUnsafeSlow(bytes);
+}
+
+/** `buf` (from {@link probeBuffer}) read nothing and no view of it was handed on: kept for the next probe. */
+export function probeFoundNothing(buf: Buffer): void {
+  spareProbe = buf;
+}
+
 /** Spare read buffers kept now. */
 export function spareReadBuffers(): number {
   return spares.length;
@@ -74,6 +97,7 @@ export function spareReadBuffers(): number {
 /** Frees the spare read buffers (a quiet spell: nothing is being read). */
 export function dropSpareReadBuffers(): void {
   for (const ab of spares.splice(0)) free(ab);
+  spareProbe = undefined;
 }
 
 /**

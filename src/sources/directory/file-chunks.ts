@@ -8,11 +8,12 @@
  * buffers; each one counts towards V8's external memory, and on the main thread that memory
  * is what started most garbage collections. Here the reads up to the size seen at listing
  * are exact (one buffer per read, kept whole); past it, a file that is still being written is
- * read on in `probeBytes` buffers until a read finds nothing.
+ * read on in `probeBytes` buffers until a read finds nothing (that read's buffer is lent to the
+ * next such read: every gzip object ends with one).
  */
 import type { Stats } from 'node:fs';
 import { openFile, type OpenFile, type SyncCalls } from './open-file.js';
-import { readBuffer, releaseWhenCopied, READ_BUFFER_BYTES } from '../../core/buffer-release.js';
+import { probeBuffer, probeFoundNothing, readBuffer, releaseWhenCopied, READ_BUFFER_BYTES } from '../../core/buffer-release.js';
 
 export interface FileChunksOptions {
   /** The file's size when it was listed: read in exact buffers up to here. */
@@ -87,9 +88,12 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
         options.onEnd?.(pos);
         return;
       }
-      const want = remaining > 0 ? Math.min(remaining, maxRead) : probe;
-      const buf = readBuffer(want);
+      const probing = remaining <= 0;
+      const want = probing ? probe : Math.min(remaining, maxRead);
+      const buf = probing ? probeBuffer(want) : readBuffer(want);
       const bytesRead = await file.read(buf, pos);
+      // (nothing of it handed on: the next probe takes it, see buffer-release.ts)
+      if (bytesRead === 0 && probing) probeFoundNothing(buf);
       signal?.throwIfAborted();
       if (bytesRead === 0) {
         options.onEnd?.(pos);
