@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { ENCODE_WORKER_FILE, WORKER_LIMITS, releasePrewarmedWorkers, takePrewarmedWorker } from './encode-worker-prewarm.js';
 import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit, type PublishedReference } from './chunk-processor.js';
 import { SharedBufferPool, type SharedRange } from './shared-buffers.js';
-import { MinorCollection } from './minor-collection.js';
+import { CopyCollections } from './copy-collections.js';
 import { IdleCollection, IDLE_COLLECTION_MS } from './idle-collection.js';
 import { copiedOut, dropSpareReadBuffers } from '../core/buffer-release.js';
 
@@ -17,6 +17,8 @@ import { copiedOut, dropSpareReadBuffers } from '../core/buffer-release.js';
  * the same (docs/performance.md); smaller gave no more.
  */
 const MINOR_COLLECTION_BYTES = 4 << 20;
+/** ...and a full one after every 64 MiB (at least; copy-collections.ts). */
+const MAJOR_COLLECTION_BYTES = 64 << 20;
 import type { BuffersMessage, DropBuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, SharedRegionCounts, TaskMessage, WorkerHeap, WorkerHeaps } from './encode-messages.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
 import { buildReferenceTable } from '../mapping/reference-table-builder.js';
@@ -101,8 +103,8 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   private nextId = 1;
   private closed = false;
   private readonly inputs: SharedBufferPool;
-  /** The input copied into the shared buffers is garbage in this thread: collected every so often (minor-collection.ts). */
-  private readonly minorCollection = new MinorCollection(MINOR_COLLECTION_BYTES);
+  /** The input copied into the shared buffers is garbage in this thread: collected every so often (copy-collections.ts). */
+  private readonly collections = new CopyCollections({ minorEveryBytes: MINOR_COLLECTION_BYTES, majorEveryBytes: MAJOR_COLLECTION_BYTES });
   /** What the batches left dead is collected once they stop for a while (idle-collection.ts), and the spare read buffers freed. */
   readonly idleCollection: IdleCollection;
   private readonly outputs: SharedBufferPool;
@@ -238,7 +240,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       release();
       return Promise.reject(new Error(`encode pool: ${(err as Error).message}`));
     }
-    if (ranges) this.minorCollection.copied(total);
+    if (ranges) this.collections.copied(total);
     return new Promise<ChunkResult>((resolve, reject) => {
       this.queue.push({ task, ...(ranges ? { input: ranges } : {}), output, resolve, reject });
       this.pump();
