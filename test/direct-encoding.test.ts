@@ -436,46 +436,73 @@ describe('a ResourceLogs begun with long lengths and ended in place (endResource
 });
 
 
-describe('a request of several resources finished into the task output buffer (DirectLogsRequestWriter.finish(into))', () => {
-  const items = Array.from({ length: 30 }, (_, i) => ({
-    key: i % 5 === 4 ? 'tenant=t/y=2026/m=11/d=29/h=10/eventType=create_site/f.txt' : `pod=p1/siteLuid=s-${i % 3}/y=2026/m=11/d=29/h=10/eventType=hist_access_view/f.txt`,
-    value: i % 5 === 4 ? { eventTime: '2026-11-29T10:11:12Z', siteName: `site ${i}` } : { eventTime: '2026-11-29T10:11:12Z', actorUserLuid: `u${i}`, viewName: `view ${i}` },
-    line: i + 1,
-  }));
-  function written(): DirectLogsRequestWriter {
-    const mapper = new RecordMapper(catalog, { tenantId: 't1' });
-    const writer = new DirectLogsRequestWriter(scope);
-    for (const { key, value, line } of items) expect(mapper.mapDirect(value, line, { keyInfo: parseObjectKey(key), uidPrefix: 'abc' }, OBSERVED, writer).ok).toBe(true);
-    return writer;
+describe('a request written toward the task output buffer (DirectLogsRequestWriter.reset(into)): the first resource moved there as its records complete, the others after it', () => {
+  /** Records of three sites and of the tenant (four resources), about 1 KB each. */
+  function itemsOf(n: number) {
+    return Array.from({ length: n }, (_, i) => ({
+      key: i % 5 === 4 ? 'tenant=t/y=2026/m=11/d=29/h=10/eventType=create_site/f.txt' : `pod=p1/siteLuid=s-${i % 3}/y=2026/m=11/d=29/h=10/eventType=hist_access_view/f.txt`,
+      value: i % 5 === 4 ? { eventTime: '2026-11-29T10:11:12Z', siteName: `site ${i}` } : { eventTime: '2026-11-29T10:11:12Z', actorUserLuid: `u${i}`, viewName: `view ${i} ${'v'.repeat(800)}` },
+      line: i + 1,
+    }));
   }
+  function write(writer: DirectLogsRequestWriter, items: ReturnType<typeof itemsOf>, into?: Uint8Array): Uint8Array | null {
+    const mapper = new RecordMapper(catalog, { tenantId: 't1' });
+    writer.reset(into);
+    for (const { key, value, line } of items) expect(mapper.mapDirect(value, line, { keyInfo: parseObjectKey(key), uidPrefix: 'abc' }, OBSERVED, writer).ok).toBe(true);
+    return writer.finish();
+  }
+  const many = itemsOf(3000);
+  const reference = Buffer.from(write(new DirectLogsRequestWriter(scope), many)!);
+  const firstResourceBytes = (() => {
+    const only = many.filter((x) => x.key.includes('s-0'));
+    return write(new DirectLogsRequestWriter(scope), only)!.length;
+  })();
 
-  it('is the same request, written at the start of the buffer given, when it fits there; else in a buffer of its own, the one given not touched', () => {
-    const alone = written().finish()!;
-    const records = decodeOtlpLogsBody(alone, 'protobuf');
-    expect(records).toHaveLength(30);
+  it('is the same request as without the buffer, in it when it fits there (the bytes after it untouched), for requests one after another', () => {
+    expect(reference.length).toBeGreaterThan(2_000_000);
+    const records = decodeOtlpLogsBody(reference, 'protobuf');
+    expect(records).toHaveLength(3000);
     expect(new Set(records.map((r) => canon(r.resource))).size).toBe(4);
-
-    const into = new Uint8Array(alone.length + 100).fill(0xee);
-    const placed = written().finish(into)!;
-    expect(placed.buffer).toBe(into.buffer);
-    expect(placed.byteOffset).toBe(0);
-    expect(Buffer.compare(placed, alone)).toBe(0);
-    expect(into.subarray(alone.length).every((b) => b === 0xee)).toBe(true);
-
-    const small = new Uint8Array(alone.length - 1).fill(0xee);
-    const own = written().finish(small)!;
-    expect(own.buffer).not.toBe(small.buffer);
-    expect(Buffer.compare(own, alone)).toBe(0);
-    expect(small.every((b) => b === 0xee)).toBe(true);
+    const writer = new DirectLogsRequestWriter(scope);
+    for (const fill of [0xee, 0xdd]) {
+      const into = new Uint8Array(reference.length + 4096).fill(fill);
+      const body = write(writer, many, into)!;
+      expect(body.buffer).toBe(into.buffer);
+      // (the first resource's lengths were kept 4 bytes wide and written in fewer: it starts a few bytes in)
+      expect(body.byteOffset).toBeLessThanOrEqual(6);
+      expect(Buffer.compare(body, reference)).toBe(0);
+      expect(into.subarray(body.byteOffset + body.length).every((b) => b === fill)).toBe(true);
+    }
   });
 
-  it('of one resource is a view of its writer, as before, whatever buffer is given', () => {
-    const mapper = new RecordMapper(catalog, { tenantId: 't1' });
+  it('is the same request in a buffer of its own when it does not fit: the first resource outgrowing the buffer, the others not fitting after it, or a buffer too small to begin with', () => {
     const writer = new DirectLogsRequestWriter(scope);
-    for (const { key, value, line } of items.filter((x) => x.key.includes('s-1'))) mapper.mapDirect(value, line, { keyInfo: parseObjectKey(key), uidPrefix: 'abc' }, OBSERVED, writer);
-    const into = new Uint8Array(1 << 20);
-    const body = writer.finish(into)!;
-    expect(body.buffer).not.toBe(into.buffer);
-    expect(decodeOtlpLogsBody(body, 'protobuf')).toHaveLength(8);
+    for (const size of [300_000, firstResourceBytes + 1000, 64 * 1024]) {
+      const into = new Uint8Array(size);
+      const body = write(writer, many, into)!;
+      expect(body.buffer, `buffer of ${size}`).not.toBe(into.buffer);
+      expect(Buffer.compare(body, reference), `buffer of ${size}`).toBe(0);
+    }
+    // and the writer is whole afterwards: the next request fits and is right
+    const into = new Uint8Array(reference.length + 10);
+    const body = write(writer, many, into)!;
+    expect(body.buffer).toBe(into.buffer);
+    expect(Buffer.compare(body, reference)).toBe(0);
+  });
+
+  it('of one resource is in the buffer too; a first record aborted gives the buffer to the next resource opened', () => {
+    const one = many.filter((x) => x.key.includes('s-1'));
+    const expected = Buffer.from(write(new DirectLogsRequestWriter(scope), one)!);
+    const writer = new DirectLogsRequestWriter(scope);
+    const into = new Uint8Array(expected.length + 100);
+    const mapper = new RecordMapper(catalog, { tenantId: 't1' });
+    writer.reset(into);
+    writer.begin({ key: 'gone', attributes: { 'service.name': 'gone' } }, 1, 0, OBSERVED, 9, 'INFO', 'x');
+    writer.abortRecord();
+    for (const { key, value, line } of one) mapper.mapDirect(value, line, { keyInfo: parseObjectKey(key), uidPrefix: 'abc' }, OBSERVED, writer);
+    const body = writer.finish()!;
+    expect(body.buffer).toBe(into.buffer);
+    expect(Buffer.compare(body, expected)).toBe(0);
+    expect(decodeOtlpLogsBody(body, 'protobuf').map((r) => r.resource['service.name'])).not.toContain('gone');
   });
 });

@@ -129,3 +129,41 @@ describe('encode pool with shared buffers', () => {
     }, 60_000);
   }
 });
+
+describe('encode pool: where the bytes of a task go in the shared buffers', () => {
+  it('each segment as far from an 8-byte boundary as its bytes are where they come from (the fast copy), a segment of parts whole, the records intact', async () => {
+    const pool = new EncodeWorkerPool(1, init);
+    try {
+      const whole = Buffer.from(new Uint8Array((task(0, 300).segments[0]!.bytes as Uint8Array)));
+      const lines = whole.toString().split('\n');
+      const tasks = [1, 2, 3, 5, 7].map((shift) => {
+        const t = task(0, 300);
+        // the same bytes at `shift` bytes into a buffer of their own
+        const carrier = new Uint8Array(whole.length + 16);
+        carrier.set(whole, shift);
+        t.segments[0]!.bytes = carrier.subarray(shift, shift + whole.length);
+        return t;
+      });
+      // a segment read in three pieces: the tail of one read buffer, a whole one, the head of a third
+      const split = task(0, 300);
+      const a = 1003;
+      const b = a + 4096;
+      const tail = Buffer.concat([Buffer.alloc(1093), whole.subarray(0, a)]);
+      const parts = [tail.subarray(1093), new Uint8Array(whole.subarray(a, b)), new Uint8Array(whole.subarray(b))];
+      split.segments[0] = { ...split.segments[0]!, bytes: new Uint8Array(0), parts, partsBytes: whole.length };
+      tasks.push(split);
+      const from = tasks.map((t) => (t.segments[0]!.parts ? t.segments[0]!.parts[0]! : t.segments[0]!.bytes).byteOffset % 8);
+      const results = await Promise.all(tasks.map((t) => pool.run(t)));
+      tasks.forEach((t, i) => {
+        const seg = t.segments[0]!;
+        expect(seg.bytes.buffer).toBeInstanceOf(SharedArrayBuffer);
+        expect(seg.bytes.byteOffset % 8, `task ${i}`).toBe(from[i]);
+        expect(Buffer.compare(Buffer.from(seg.bytes), whole), `task ${i}`).toBe(0);
+      });
+      results.forEach((r) => checkResult(r, 0, lines.length));
+      for (const r of results) r.release?.();
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+});

@@ -4,6 +4,7 @@
  * encoding the tenant's destinations need. Pure with respect to the pipeline's state: it returns
  * what happened (records, dead letters, drops, drift) and the main thread records it.
  */
+import { ALIGNMENT_SLACK, alignedLike, isViewWithin } from '../core/byte-view.js';
 import type { Catalog } from '../mapping/catalog.js';
 import { RecordMapper, type MapResult, type ObjectMappingContext, type SchemaDriftCounters, type TenantResourceSettings } from '../mapping/record-mapper.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, tooManyFields } from '../mapping/record-limits.js';
@@ -233,7 +234,7 @@ export class ChunkProcessor {
     let linesRead = 0;
     // OTLP protobuf only and no attribute overrides: map straight into the request bytes
     const direct = task.encodings.length === 1 && task.encodings[0]!.kind === 'otlp-protobuf' && mapper.supportsDirect ? this.directWriter : null;
-    direct?.reset();
+    direct?.reset(task.output);
 
     /** A record mapped: counted (and kept, on the object path). */
     const mapped = (result: MappedOk): void => {
@@ -378,7 +379,7 @@ export class ChunkProcessor {
       }
     });
 
-    const directBody = direct?.finish(task.output);
+    const directBody = direct?.finish();
     /** Records no encoder could take (indices into `records` as mapped). */
     const setAside = new Set<number>();
     const encoded = direct
@@ -433,18 +434,21 @@ function startsOfBodies(encoded: EncodeResult[], sources: ReadonlyArray<{ segmen
 
 /**
  * The bodies, placed in `output` one after the other when they all fit (views of it are
- * returned), else each in a buffer of its own: `borrowed` bodies (views into a reused writer's
- * buffer) are copied, since the writer overwrites them with the next task.
+ * returned; each where the copy is fast: byte-view.ts), else each in a buffer of its own:
+ * `borrowed` bodies (views into a reused writer's buffer) are copied, since the writer
+ * overwrites them with the next task. A single body already in `output` stays where it is.
  */
 function placePayloads(payloads: Uint8Array[][], output: Uint8Array | undefined, borrowed: Set<Uint8Array> | undefined): Uint8Array[][] {
+  // one body already in `output` (the direct writer puts it there): where it is
+  if (output && payloads.length === 1 && payloads[0]!.length === 1 && isViewWithin(payloads[0]![0]!, output)) return payloads;
   let total = 0;
-  for (const ps of payloads) for (const p of ps) total += p.length;
+  for (const ps of payloads) for (const p of ps) total += p.length + ALIGNMENT_SLACK;
   if (output && total <= output.length) {
     let at = 0;
     return payloads.map((ps) =>
       ps.map((p) => {
-        // (a body the direct writer already put there is not copied onto itself)
-        if (p.buffer !== output.buffer || p.byteOffset !== output.byteOffset + at) output.set(p, at);
+        at = alignedLike(at, output, p);
+        output.set(p, at);
         const view = output.subarray(at, at + p.length);
         at += p.length;
         return view;

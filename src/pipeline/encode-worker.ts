@@ -6,6 +6,7 @@ import { coversItsBuffer, payloadOwnsItsBuffer } from './transfer.js';
 import { SharedRegionViews } from './shared-buffers.js';
 import { IdleCollection, IDLE_COLLECTION_MS } from './idle-collection.js';
 import { collectGarbage } from '../core/gc-function.js';
+import { isViewWithin } from '../core/byte-view.js';
 import type { BuffersMessage, DropBuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, TaskMessage, WirePayload } from './encode-messages.js';
 
 // set up from workerData, or by the first message when started early (encode-worker-prewarm.ts)
@@ -60,7 +61,7 @@ parentPort!.on('message', (msg: TaskMessage | BuffersMessage | DropBuffersMessag
     const payloads: WirePayload[][] = result.payloads.map((ps) =>
       ps.map((p) => {
         // (the region holds the other buffers too: a body placed in this task's own buffer, by its offset in that buffer)
-        if (output && p.buffer === output.buffer && p.byteOffset >= output.byteOffset && p.byteOffset + p.length <= output.byteOffset + output.length) {
+        if (output && isViewWithin(p, output)) {
           return { buffer: msg.output, offset: p.byteOffset - output.byteOffset, length: p.length };
         }
         if (payloadOwnsItsBuffer(p)) transfer.add(p.buffer as ArrayBuffer);

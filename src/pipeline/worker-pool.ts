@@ -3,6 +3,7 @@
  * the workers parse, map and encode, so a 2-core machine uses both cores. With `size: 0` the
  * same ChunkProcessor runs in-process (small deployments, debugging).
  */
+import { ALIGNMENT_SLACK, alignedLike } from '../core/byte-view.js';
 import { Worker } from 'node:worker_threads';
 import { ENCODE_WORKER_FILE, WORKER_LIMITS, releasePrewarmedWorkers, takePrewarmedWorker } from './encode-worker-prewarm.js';
 import { ChunkProcessor, type ChunkResult, type ChunkTask, type ProcessorInit, type PublishedReference } from './chunk-processor.js';
@@ -232,7 +233,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       release();
       return Promise.reject(new Error('encode worker pool is closed'));
     }
-    if (total <= INPUT_BUFFER_BYTES) input = this.inputs.acquire();
+    if (total + ALIGNMENT_SLACK * task.segments.length <= INPUT_BUFFER_BYTES) input = this.inputs.acquire();
     let ranges: SharedRange[] | undefined;
     try {
       ranges = this.copyIn(task, input);
@@ -270,6 +271,8 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       ranges = [];
       let at = 0;
       for (const seg of task.segments) {
+        // (a whole read buffer in the parts keeps the alignment the first part starts with: see byte-view.ts)
+        at = alignedLike(at, buf, seg.parts ? seg.parts[0]! : seg.bytes);
         const from = at;
         if (seg.parts) {
           for (const p of seg.parts) {

@@ -82,6 +82,12 @@ export class ProtoWriter {
     this.pos = 0;
   }
 
+  /** From now on writes into `target` (someone else's buffer, the bytes before `pos` taken as written); past its end, into a buffer of its own. */
+  over(target: Uint8Array, pos: number): void {
+    this.buf = Buffer.isBuffer(target) ? target : Buffer.from(target.buffer, target.byteOffset, target.byteLength);
+    this.pos = pos;
+  }
+
   private grow(n: number): void {
     let size = this.buf.length * 2;
     while (size < this.pos + n) size *= 2;
