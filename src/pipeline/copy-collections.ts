@@ -16,8 +16,9 @@
  * object's reading state, settled promises. On Node 24 the bench corpus's peak RSS grew by some
  * 5 MiB of them (docs/performance.md). A full collection after every `majorEveryBytes` copied,
  * or `majorHeapMultiple` times the heap left after the last one when that is more (its cost
- * follows the heap: so does the interval), frees them; at 64 MiB about 10 ms of a core per
- * 64 MiB of input on the bench's tenant.
+ * follows the heap: so does the interval), frees them: some 20 ms of the main thread per 64 MiB
+ * of input on the bench's tenant. The pool (worker-pool.ts) runs it where Node's buffer pool
+ * takes 64 KiB slabs (Node 24); on Node 20 (8 KiB slabs) it freed nothing the peak shows.
  *
  * Both need V8's `gc` function (core/gc-function.ts); where there is none, nothing is done.
  */

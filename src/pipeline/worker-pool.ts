@@ -18,8 +18,13 @@ import { copiedOut, dropSpareReadBuffers } from '../core/buffer-release.js';
  * the same (docs/performance.md); smaller gave no more.
  */
 const MINOR_COLLECTION_BYTES = 4 << 20;
-/** ...and a full one after every 64 MiB (at least; copy-collections.ts). */
-const MAJOR_COLLECTION_BYTES = 64 << 20;
+/**
+ * ...and a full one after every 64 MiB (at least; copy-collections.ts), where Node's buffer pool
+ * takes slabs larger than Node 20's 8 KiB (Node 24: 64 KiB): there it took 6 MiB off the bench
+ * corpus's peak; on Node 20 it freed nothing the peak shows and cost 0.09 CPU-seconds
+ * (docs/performance.md).
+ */
+const MAJOR_COLLECTION_BYTES = Buffer.poolSize > 8 * 1024 ? 64 << 20 : 0;
 import type { BuffersMessage, DropBuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, SharedRegionCounts, TaskMessage, WorkerHeap, WorkerHeaps } from './encode-messages.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
 import { buildReferenceTable } from '../mapping/reference-table-builder.js';
