@@ -16,6 +16,7 @@ import { parseObjectKey } from '../src/decoding/object-key.js';
 import { ProtoWriter } from '../src/export/otlp-protobuf/writer.js';
 import { beginResourceLogs, encodeLogsRequest, endResourceLogs, endResourceLogsInPlace } from '../src/export/otlp-protobuf/object-encoder.js';
 import { DirectLogsRequestWriter } from '../src/export/otlp-protobuf/direct-writer.js';
+import { collectGarbage } from '../src/core/gc-function.js';
 import { decodeOtlpLogsBody } from './support/otlp-receiver.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
 import { REPO_ROOT } from './support/cli-process.js';
@@ -488,6 +489,30 @@ describe('a request written toward the task output buffer (DirectLogsRequestWrit
     const body = write(writer, many, into)!;
     expect(body.buffer).toBe(into.buffer);
     expect(Buffer.compare(body, reference)).toBe(0);
+  });
+
+  it('keeps no reference to the buffer once the request is finished (a region of shared buffers no task uses is given back)', async () => {
+    const writer = new DirectLogsRequestWriter(scope);
+    // (in a function of its own, and compared without handing the buffer to expect: nothing of the test holds it)
+    const requestIn = (): { gone: WeakRef<SharedArrayBuffer>; inBuffer: boolean; same: boolean } => {
+      const sab = new SharedArrayBuffer(reference.length + 64);
+      const body = write(writer, many, new Uint8Array(sab))!;
+      return { gone: new WeakRef(sab), inBuffer: body.buffer === sab, same: Buffer.compare(body, reference) === 0 };
+    };
+    const { gone, inBuffer, same } = requestIn();
+    expect(inBuffer).toBe(true);
+    expect(same).toBe(true);
+    // (the writer is still in use: a leak would be its field holding the buffer; a target read
+    // through deref() is kept until the job ends, hence a turn between each look and collection)
+    let collected = false;
+    for (let i = 0; i < 10 && !collected; i++) {
+      expect(collectGarbage()).toBe(true);
+      await new Promise((r) => setTimeout(r, 10));
+      collected = gone.deref() === undefined;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(collected).toBe(true);
+    expect(writer.count).toBe(3000);
   });
 
   it('of one resource is in the buffer too; a first record aborted gives the buffer to the next resource opened', () => {

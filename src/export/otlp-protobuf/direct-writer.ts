@@ -387,6 +387,15 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
    * keep it). Its ResourceLogs in the order their resources first came.
    */
   finish(): Uint8Array | null {
+    try {
+      return this.assemble();
+    } finally {
+      // (no view of the task's buffer kept past its task: a region of them is dropped once unused, shared-buffers.ts)
+      this.into = undefined;
+    }
+  }
+
+  private assemble(): Uint8Array | null {
     if (this.count === 0) return null;
     const into = this.into;
     const staged = this.staged;
