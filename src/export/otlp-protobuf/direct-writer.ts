@@ -38,12 +38,6 @@ const EMPTY = Buffer.alloc(0);
 /** Writers of earlier requests kept for reuse (those that held most). */
 const MAX_SPARE_WRITERS = 8;
 
-/**
- * Writes mapped records straight into OTLP protobuf as the mapper emits them
- * (RecordMapper.mapDirect): no record objects, no attribute objects. Records are grouped by
- * resource into one ScopeLogs each; finish() assembles the ExportLogsServiceRequest. The writer
- * is reused from request to request (reset()), so its buffers are allocated once.
- */
 /** A resource's records: the writer they are in (after the ResourceLogs' head), where that head's lengths go, the most that writer held. */
 interface Group {
   w: ProtoWriter;
@@ -51,6 +45,14 @@ interface Group {
   mark: number;
 }
 
+/**
+ * Writes mapped records straight into OTLP protobuf as the mapper emits them
+ * (RecordMapper.mapDirect): no record objects, no attribute objects. Records are grouped by
+ * resource into one ScopeLogs each; finish() assembles the ExportLogsServiceRequest, in the
+ * task's output buffer when reset() was given one (the first resource's records are moved there
+ * as they complete: `into`). The writer is reused from request to request (reset()), so its
+ * buffers are allocated once.
+ */
 export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** Per resource: a writer that starts with its ResourceLogs/ScopeLogs header, records follow. */
   private readonly groups = new Map<string, Group>();
