@@ -33,16 +33,13 @@ const MAX_NAME_SLOTS = 20_000;
  * them are complete (see DirectLogsRequestWriter.stage).
  */
 const STAGE_FLUSH_BYTES = 64 * 1024;
-/** What a writer over no buffer of someone else's holds (it grows from there). */
-const EMPTY = Buffer.alloc(0);
 /** Writers of earlier requests kept for reuse (those that held most). */
 const MAX_SPARE_WRITERS = 8;
 
-/** A resource's records: the writer they are in (after the ResourceLogs' head), where that head's lengths go, the most that writer held. */
+/** A resource's records: the writer they are in (after the ResourceLogs' head), and where that head's lengths go. */
 interface Group {
   w: ProtoWriter;
   open: [number, number, number];
-  mark: number;
 }
 
 /**
@@ -56,13 +53,8 @@ interface Group {
 export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** Per resource: a writer that starts with its ResourceLogs/ScopeLogs header, records follow. */
   private readonly groups = new Map<string, Group>();
-  /**
-   * Writers of earlier requests, ready for reuse, with the most each held (the pages of its
-   * buffer touched so far); the one that held most last, so that the first resource of a request
-   * (usually the one most of its records go to) gets it and the writers of the others touch few
-   * pages of their own.
-   */
-  private readonly spare: Array<{ w: ProtoWriter; mark: number }> = [];
+  /** Writers of earlier requests, ready for reuse. */
+  private readonly spare: ProtoWriter[] = [];
   private readonly joined = new ProtoWriter(1 << 16);
   /**
    * The task's output buffer given to reset(), where the request is to end up. The first
@@ -81,8 +73,6 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** Whether the next resource opened may take the stage. */
   private stageFree = false;
   private flushed = 0;
-  /** A writer over `into`, to end the staged group's ResourceLogs where it is. */
-  private readonly inPlace = new ProtoWriter(16);
   private w: ProtoWriter | null = null;
   private recordStart = 0;
   /** Where the open record begins in its group's writer, and the group it opened (for abortRecord). */
@@ -104,14 +94,10 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   reset(into?: Uint8Array): void {
     for (const g of this.groups.values()) {
       if (g.w === this.stage) continue;
-      this.spare.push({ w: g.w, mark: Math.max(g.mark, g.w.pos) });
       g.w.reset();
+      if (this.spare.length < MAX_SPARE_WRITERS) this.spare.push(g.w);
     }
     this.groups.clear();
-    if (this.spare.length > 1) {
-      this.spare.sort((a, b) => a.mark - b.mark);
-      if (this.spare.length > MAX_SPARE_WRITERS) this.spare.splice(0, this.spare.length - MAX_SPARE_WRITERS);
-    }
     this.joined.reset();
     this.w = null;
     this.count = 0;
@@ -120,24 +106,15 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     this.flushed = 0;
     this.into = into !== undefined && into.length >= 2 * STAGE_FLUSH_BYTES ? into : undefined;
     this.stageFree = this.into !== undefined;
-    this.inPlace.over(EMPTY, 0);
   }
 
   begin(resource: ResourceDescriptor, seconds: number, nanos: number, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void {
     let g = this.groups.get(resource.key);
     this.openedGroup = undefined;
     if (!g) {
-      let w: ProtoWriter;
-      let mark = 0;
-      if (this.stageFree) {
-        w = this.stage;
-        this.stageFree = false;
-      } else {
-        const spare = this.spare.pop();
-        w = spare?.w ?? new ProtoWriter(4 << 20);
-        mark = spare?.mark ?? 0;
-      }
-      g = { w, open: beginResourceLogs(w, resource, this.scope, LONG_LENGTH_BYTES), mark };
+      const w = this.stageFree ? this.stage : (this.spare.pop() ?? new ProtoWriter(4 << 20));
+      this.stageFree = false;
+      g = { w, open: beginResourceLogs(w, resource, this.scope, LONG_LENGTH_BYTES) };
       if (w === this.stage) this.staged = g;
       this.groups.set(resource.key, g);
       this.openedGroup = resource.key;
@@ -312,7 +289,6 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     w.pos = this.recordOpen;
     if (this.openedGroup !== undefined) {
       // the record's resource had no other record: its group goes too
-      const mark = Math.max(this.groups.get(this.openedGroup)!.mark, w.pos);
       this.groups.delete(this.openedGroup);
       w.reset();
       // (back where it was taken from: the next resource opened takes it again; the stage's
@@ -320,7 +296,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       if (w === this.stage) {
         this.staged = undefined;
         this.stageFree = true;
-      } else this.spare.push({ w, mark });
+      } else if (this.spare.length < MAX_SPARE_WRITERS) this.spare.push(w);
     }
     this.w = null;
   }
@@ -372,12 +348,10 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       stage.pos -= n;
       return;
     }
-    const spare = this.spare.pop();
-    const w = spare?.w ?? new ProtoWriter(4 << 20);
+    const w = this.spare.pop() ?? new ProtoWriter(4 << 20);
     w.raw(into, this.flushed);
     w.raw(stage.buf, stage.pos);
     g.w = w;
-    g.mark = spare?.mark ?? 0;
     this.staged = undefined;
     this.flushed = 0;
     stage.reset();
@@ -406,9 +380,9 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     if (staged !== undefined) {
       this.flushStage(true);
       if (this.staged !== undefined) {
-        this.inPlace.over(into!, this.flushed);
-        head = into!.subarray(endResourceLogsInPlace(this.inPlace, staged.open), this.flushed);
-        this.inPlace.over(EMPTY, 0);
+        const inPlace = new ProtoWriter(16);
+        inPlace.over(into!, this.flushed);
+        head = into!.subarray(endResourceLogsInPlace(inPlace, staged.open), this.flushed);
       }
     }
     const parts: Uint8Array[] = [];
