@@ -9,6 +9,7 @@
 import type { TransformOptions } from 'node:stream';
 import { createGunzip, type Gunzip, type ZlibOptions } from 'node:zlib';
 import { copiedOut, onlyUsed, releaseWhenCopied } from '../core/buffer-release.js';
+import { readableChunks } from './readable-chunks.js';
 
 export type LineItem =
   | { kind: 'line'; line: number; text: string }
@@ -74,8 +75,8 @@ export async function* decompressed(source: AsyncIterable<Buffer | Uint8Array>):
   let last: ArrayBufferLike | null = null;
   let lastUsed = 0;
   try {
-    for await (const chunk of gunzip) {
-      const c = chunk as Buffer;
+    // (what the gunzip inflated before it failed, a truncated object, is yielded first: readable-chunks.ts)
+    for await (const c of readableChunks(gunzip)) {
       releaseWhenCopied(c);
       if (c.buffer !== last) {
         last = c.buffer;
