@@ -80,6 +80,44 @@ describe('encode pool: how far ahead a caller may run (whenReady)', () => {
     }
   }, 60_000);
 
+  it('queues a task behind a busy worker only into shared buffers used before: new ones only for a worker that would wait', async () => {
+    const pool = new EncodeWorkerPool(1, init);
+    try {
+      // two results held: two input and two output buffers used; one given back
+      const [a, b] = await Promise.all([pool.run(task(0, 100)), pool.run(task(1, 100))]);
+      checkResult(a, 0, 100);
+      a.release?.();
+      // a long task takes the used pair that is free: the worker is busy, and no used pair is free
+      const long = pool.run(task(2, 25_000));
+      let atReady: { running: number; bHeld: boolean } | undefined;
+      let bHeld = true;
+      const ready = pool.whenReady().then(() => (atReady = { running: pool.tasks.running, bHeld }));
+      await new Promise(setImmediate);
+      bHeld = false;
+      b.release?.();
+      await ready;
+      // ready once a used pair came back (or, on a slow machine, once the worker was idle), never
+      // into new buffers behind a busy worker (before: at once, the worker holding one task)
+      expect(atReady!.running === 0 || !atReady!.bHeld).toBe(true);
+      const next = pool.run(task(3, 100));
+      const [l, n] = await Promise.all([long, next]);
+      checkResult(l, 2, 25_000);
+      checkResult(n, 3, 100);
+      expect(pool.sharedBuffersUsed).toEqual({ inputs: 2, outputs: 2 });
+      // no used pair free (three results held) and the worker idle: ready all the same, a new pair taken
+      const c = await pool.run(task(4, 100));
+      expect(pool.sharedBuffersInUse).toEqual({ inputs: 3, outputs: 3 });
+      expect(pool.sharedBuffersUsed).toEqual({ inputs: 3, outputs: 3 });
+      await pool.whenReady();
+      const d = await pool.run(task(5, 100));
+      checkResult(d, 5, 100);
+      expect(pool.sharedBuffersUsed).toEqual({ inputs: 4, outputs: 4 });
+      for (const r of [l, n, c, d]) r.release?.();
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+
   it('in-process (no workers): always ready', async () => {
     const pool = new EncodeWorkerPool(0, init);
     try {

@@ -89,6 +89,13 @@ export class SharedBufferPool {
     this.lentCount--;
   }
 
+  /** Buffers lent before (their view made: a task wrote into them) and free now: lent again, they take no new memory. */
+  get freeUsed(): number {
+    let n = 0;
+    for (let id = 0; id < this.buffers.length; id++) if (this.buffers[id] !== undefined && !this.lent[id]) n++;
+    return n;
+  }
+
   /** Buffers lent out now. */
   get inUse(): number {
     return this.lentCount;

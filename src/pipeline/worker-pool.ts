@@ -223,6 +223,8 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       this.idleCollection.busy();
       if (output >= 0) this.outputs.release(output);
       if (input >= 0) this.inputs.release(input);
+      // (a caller may queue behind a busy worker again: used buffers are free)
+      if (output >= 0 || input >= 0) this.wakeReadyWaiters();
     };
     if (this.inline) {
       joinParts(task);
@@ -316,6 +318,12 @@ export class EncodeWorkerPool implements ReferenceDataSink {
    * so the reader runs ahead of the workers by what they hold, not by every in-flight slot. (A worker holding two tasks always has the next one at hand; batches waiting beyond
    * that held a shared input and output buffer each for nothing: with a near destination the
    * in-flight batches were nearly all waiting for the workers.)
+   *
+   * A task queued behind a busy worker (its second place) must find a shared input and output
+   * buffer that a task used before free: a page of a shared buffer, once written, stays resident
+   * for the life of its region, so new buffers are taken only for a worker that would otherwise
+   * wait. The buffers in use grow to what the destination's answers need (each step costs a
+   * worker one wait of a hand-over), not to what one slow moment put in flight.
    */
   whenReady(): Promise<void> {
     if (this.inline || this.closed) return Promise.resolve();
@@ -327,12 +335,21 @@ export class EncodeWorkerPool implements ReferenceDataSink {
     return new Promise((resolve) => this.readyWaiters.push(resolve));
   }
 
-  /** Tasks the workers could take at once, less those promised to callers already woken. */
+  /**
+   * Tasks the workers could take at once, less those promised to callers already woken: one for
+   * each idle worker, and a place behind a busy one for each pair of used shared buffers free
+   * beyond what the idle ones take (they take the lowest free, which are the used ones).
+   */
   private freePlaces(): number {
     if (this.queue.length > 0) return 0;
-    let free = 0;
-    for (const s of this.slots) free += Math.max(0, PER_WORKER - s.busy.size);
-    return free - this.promised;
+    let idle = 0;
+    let behind = 0;
+    for (const s of this.slots) {
+      if (s.busy.size === 0) idle++;
+      behind += Math.max(0, PER_WORKER - Math.max(1, s.busy.size));
+    }
+    const used = Math.min(this.inputs.freeUsed, this.outputs.freeUsed);
+    return idle + Math.min(behind, Math.max(0, used - idle)) - this.promised;
   }
 
   /**
@@ -476,6 +493,11 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   /** Regions of shared buffers alive now (input, output). */
   get sharedRegions(): SharedRegionCounts {
     return { inputs: this.inputs.regionCount, outputs: this.outputs.regionCount };
+  }
+
+  /** Shared buffers lent at least once (input, output): what their pages may hold resident. */
+  get sharedBuffersUsed(): { inputs: number; outputs: number } {
+    return { inputs: this.inputs.inUse + this.inputs.freeUsed, outputs: this.outputs.inUse + this.outputs.freeUsed };
   }
 
   /** Shared buffers lent out now (input, output): back to 0 once every result is released. */
