@@ -118,6 +118,30 @@ describe('encode pool: how far ahead a caller may run (whenReady)', () => {
     }
   }, 60_000);
 
+  it('every shared buffer lent: a task is queued behind a busy worker all the same (it brings its own buffers)', async () => {
+    const pool = new EncodeWorkerPool(1, init);
+    try {
+      // the 16 shared pairs held by results awaiting their answers
+      const held = await Promise.all(Array.from({ length: 16 }, (_, n) => pool.run(task(n, 50))));
+      expect(pool.sharedBuffersInUse).toEqual({ inputs: 16, outputs: 16 });
+      const long = pool.run(task(100, 25_000));
+      let atReady: number | undefined;
+      await pool.whenReady().then(() => (atReady = pool.tasks.running));
+      // ready at once, the long task still held (no turn of the event loop between): no shared
+      // buffer would be written for the next task, so it waits for no hand-over
+      expect(atReady).toBe(1);
+      const next = pool.run(task(101, 50));
+      expect(pool.sharedBuffersUsed).toEqual({ inputs: 16, outputs: 16 });
+      const [l, n] = await Promise.all([long, next]);
+      checkResult(l, 100, 25_000);
+      checkResult(n, 101, 50);
+      expect(l.payloads[0]![0]!.buffer instanceof SharedArrayBuffer).toBe(false);
+      for (const r of [...held, l, n]) r.release?.();
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+
   it('in-process (no workers): always ready', async () => {
     const pool = new EncodeWorkerPool(0, init);
     try {

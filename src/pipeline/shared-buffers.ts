@@ -96,6 +96,16 @@ export class SharedBufferPool {
     return n;
   }
 
+  /**
+   * How many buffers may be asked for without a new one being written: the used ones free, or
+   * any number once every buffer there may be is lent (a caller then brings its own, given back
+   * when its task is done).
+   */
+  get lendableWithoutNew(): number {
+    const free = this.freeUsed;
+    return free === 0 && this.lentCount >= this.maxBuffers ? Infinity : free;
+  }
+
   /** Buffers lent out now. */
   get inUse(): number {
     return this.lentCount;

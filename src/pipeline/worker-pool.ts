@@ -338,7 +338,9 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   /**
    * Tasks the workers could take at once, less those promised to callers already woken: one for
    * each idle worker, and a place behind a busy one for each pair of used shared buffers free
-   * beyond what the idle ones take (they take the lowest free, which are the used ones).
+   * beyond what the idle ones take (they take the lowest free, which are the used ones). Once
+   * every shared buffer of a kind is lent, a task brings its own of that kind, which goes when
+   * the task is done: that takes no place away.
    */
   private freePlaces(): number {
     if (this.queue.length > 0) return 0;
@@ -348,7 +350,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
       if (s.busy.size === 0) idle++;
       behind += Math.max(0, PER_WORKER - Math.max(1, s.busy.size));
     }
-    const used = Math.min(this.inputs.freeUsed, this.outputs.freeUsed);
+    const used = Math.min(this.inputs.lendableWithoutNew, this.outputs.lendableWithoutNew);
     return idle + Math.min(behind, Math.max(0, used - idle)) - this.promised;
   }
 
