@@ -507,9 +507,9 @@ describe('a request written toward the task output buffer (DirectLogsRequestWrit
     let collected = false;
     for (let i = 0; i < 10 && !collected; i++) {
       expect(collectGarbage()).toBe(true);
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise(setImmediate);
       collected = gone.deref() === undefined;
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise(setImmediate);
     }
     expect(collected).toBe(true);
     expect(writer.count).toBe(3000);
