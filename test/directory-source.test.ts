@@ -204,7 +204,7 @@ describe('DirectorySource.checkpointChanged', () => {
 
 describe('DirectorySource: hours behind the watermark', () => {
   it('are not walked, unless a file there is still being read; nothing is lost, fewer calls are made', async () => {
-    const { LocalSyncCalls } = await import('../src/sources/directory/local-sync-calls.js');
+    const { LocalSyncCalls } = await import('../src/core/local-sync-calls.js');
     const dir = tempDir('tao-dirsrc-');
     const keyOf = (h: number, i: number): string => `pod=p/siteLuid=s/y=2026/m=11/d=29/h=${String(h).padStart(2, '0')}/eventType=hist_access_view/f${i}.txt`;
     for (let h = 0; h < 10; h++)

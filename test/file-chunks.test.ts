@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileChunks as readChunks, type FileChunksOptions } from '../dist/sources/directory/file-chunks.js';
-import { LocalSyncCalls } from '../dist/sources/directory/local-sync-calls.js';
+import { LocalSyncCalls } from '../dist/core/local-sync-calls.js';
 import { bufferReleaseStats } from '../dist/core/buffer-release.js';
 
 let dir: string;

@@ -1,5 +1,5 @@
 /**
- * Synchronous file calls where they are safe (src/sources/directory/local-sync-calls.ts): only on
+ * Synchronous file calls where they are safe (src/core/local-sync-calls.ts): only on
  * a filesystem found to be local, never on a network or FUSE one, not after a slow call, and in
  * slices that let the event loop turn; and the directory source using them for its listing and
  * small files, and the pool for big files or when `syncLocalReads` is off. The filesystem's type
@@ -9,7 +9,7 @@ import { describe, it, expect } from 'vitest';
 import { mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pino } from 'pino';
-import { LocalSyncCalls, SLICE_MS, SLOW_CALL_MS } from '../src/sources/directory/local-sync-calls.js';
+import { LocalSyncCalls, SLICE_MS, SLOW_CALL_MS } from '../src/core/local-sync-calls.js';
 import { DirectorySource, directorySourceConfigSchema } from '../src/sources/directory/directory-source.js';
 import type { SourceObject } from '../src/sources/source.js';
 import { readFileHead } from '../src/sources/directory/file-identity.js';

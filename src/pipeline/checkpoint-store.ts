@@ -4,11 +4,18 @@
  * directory), so a `kill -9` or power cut at any moment leaves either the old or the new
  * checkpoint, never a torn one. A failed write (disk full) keeps the previous file and is
  * reported; the pipeline then stops advancing instead of losing its place.
+ *
+ * On a local filesystem (core/local-sync-calls.ts) a save's open, write, close and rename are
+ * synchronous calls (a few microseconds each) and only its two `fsync`s go through libuv's pool:
+ * each call through the pool costs 40-60 µs of CPU in handoffs on this project's machines, and a
+ * backlog saves after nearly every acknowledgement (docs/performance.md, round 33).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { closeSync, fsync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { z } from 'zod';
+import { localSyncCalls, type LocalSyncCalls } from '../core/local-sync-calls.js';
 import { CheckpointEncoder } from './checkpoint-encoder.js';
 
 export type { ObjectProgress, FileIdentity, SourceCheckpoint } from '../sources/source-checkpoint.js';
@@ -53,6 +60,8 @@ export class CheckpointFileError extends Error {
   }
 }
 
+const fsyncAsync = promisify(fsync);
+
 /** One zod issue as `path: message`, the path as it would be written in JavaScript. */
 function describeIssue(issue: z.core.$ZodIssue): string {
   const path = issue.path
@@ -71,10 +80,17 @@ export class CheckpointStore {
   private readonly encoder = new CheckpointEncoder();
   /** An async save is writing the encoder's buffer (a save made meanwhile encodes into a buffer of its own). */
   private writing = false;
+  /** The state directory's device (where synchronous calls may be made: `syncCalls`). */
+  private readonly dev: number;
 
-  constructor(readonly dir: string) {
+  constructor(
+    readonly dir: string,
+    /** Where a save's calls other than its fsyncs may be synchronous; undefined: every call through the pool. */
+    private readonly syncCalls: LocalSyncCalls | undefined = localSyncCalls,
+  ) {
     mkdirSync(dir, { recursive: true });
     this.file = join(dir, 'checkpoints.json');
+    this.dev = statSync(dir).dev;
     this.data = this.read();
   }
 
@@ -149,6 +165,14 @@ export class CheckpointStore {
    */
   async saveAsync(): Promise<boolean> {
     if (!this.dirty) return false;
+    const calls = this.syncCalls;
+    if (calls?.allows(this.dev, this.dir)) {
+      await calls.breathe();
+      if (!this.dirty) return false; // saved meanwhile
+      await this.saveWithSyncCalls(calls);
+      this.lastSavedAt = Date.now();
+      return true;
+    }
     const { tmp, bytes } = this.snapshot();
     try {
       this.writing = true;
@@ -177,6 +201,44 @@ export class CheckpointStore {
     }
     this.lastSavedAt = Date.now();
     return true;
+  }
+
+  /**
+   * saveAsync's steps with synchronous calls but for the two fsyncs. The encoded bytes are
+   * written before anything else can run, so the encoder's buffer is free again at once.
+   */
+  private async saveWithSyncCalls(calls: LocalSyncCalls): Promise<void> {
+    const { tmp, bytes } = this.snapshot();
+    const dev = this.dev;
+    let fd = -1;
+    try {
+      fd = calls.run(dev, () => openSync(tmp, 'w', 0o600));
+      const opened = fd;
+      calls.run(dev, () => {
+        for (let done = 0; done < bytes.length; ) done += writeSync(opened, bytes, done, bytes.length - done);
+      });
+      await fsyncAsync(opened);
+      fd = -1;
+      calls.run(dev, () => closeSync(opened));
+      calls.run(dev, () => renameSync(tmp, this.file));
+      const dirFd = calls.run(dev, () => openSync(this.dir, 'r'));
+      try {
+        await fsyncAsync(dirFd);
+      } finally {
+        calls.run(dev, () => closeSync(dirFd));
+      }
+    } catch (err) {
+      if (fd >= 0) {
+        try {
+          closeSync(fd);
+        } catch {
+          // (the save's own error is the one to report)
+        }
+      }
+      await unlink(tmp).catch(() => undefined);
+      this.dirty = true;
+      throw err;
+    }
   }
 
   /** The state as it is now, to be written; changes after this mark the store dirty again. */

@@ -17,7 +17,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { sep } from 'node:path';
 import { readdirSync, statSync, type Stats } from 'node:fs';
-import type { LocalSyncCalls } from './local-sync-calls.js';
+import type { LocalSyncCalls } from '../../core/local-sync-calls.js';
 import type { Logger } from '../../core/logger.js';
 
 export interface ListedFile {

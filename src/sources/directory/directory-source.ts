@@ -33,7 +33,7 @@ import { parseObjectKey, partitionPrefix } from '../../decoding/object-key.js';
 import { fileChunks } from './file-chunks.js';
 import { FirstReadFile, type FirstReadContext } from './first-read-file.js';
 import type { SyncCalls } from './open-file.js';
-import { localSyncCalls, type LocalSyncCalls } from './local-sync-calls.js';
+import { localSyncCalls, type LocalSyncCalls } from '../../core/local-sync-calls.js';
 import { FolderCache, listFiles, type ListedFile, type SettledFile } from './directory-listing.js';
 import { contentUidIdentity, fileUidIdentity, headOf, readFileHead, type FileHead } from './file-identity.js';
 import { directorySourceId, type DirectorySourceConfig } from './config.js';

@@ -15,7 +15,7 @@ import type { SourceObject } from '../source.js';
 import type { FileIdentity } from '../source-checkpoint.js';
 import { fileChunks } from './file-chunks.js';
 import { headOf } from './file-identity.js';
-import type { LocalSyncCalls } from './local-sync-calls.js';
+import type { LocalSyncCalls } from '../../core/local-sync-calls.js';
 import type { SyncCalls } from './open-file.js';
 
 /** What the files of one listing share: how they are named and how they are read. */

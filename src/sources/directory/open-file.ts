@@ -6,7 +6,7 @@
 import fs, { type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Logger } from '../../core/logger.js';
-import type { LocalSyncCalls } from './local-sync-calls.js';
+import type { LocalSyncCalls } from '../../core/local-sync-calls.js';
 
 /** An open file, whichever way its calls are made. */
 export interface OpenFile {

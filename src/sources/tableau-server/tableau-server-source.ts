@@ -22,7 +22,7 @@ import type { Logger } from '../../core/logger.js';
 import type { LineForm } from '../../decoding/wrapped-line.js';
 import { DirectorySource } from '../directory/directory-source.js';
 import { FolderCache, listFiles, type ListedFile } from '../directory/directory-listing.js';
-import { localSyncCalls } from '../directory/local-sync-calls.js';
+import { localSyncCalls } from '../../core/local-sync-calls.js';
 import { defaultLogsDir, tableauServerSourceId, type TableauServerSourceConfig } from './config.js';
 import { detectLineForm } from './line-form-detection.js';
 

@@ -1,7 +1,8 @@
 /**
  * Synchronous file calls on the main thread, where they are safe: on a local filesystem, for the
- * listing's `stat`s (of files, and of folders known to be on their parent's device) and
- * `readdir`s, and for files small enough to be read in one call.
+ * directory source's `stat`s (of files, and of folders known to be on their parent's device),
+ * `readdir`s and files small enough to be read in one call, and for a checkpoint save's calls
+ * other than its `fsync`s (checkpoint-store.ts).
  *
  * Each asynchronous call (`fs/promises`) is a handoff to libuv's pool and back: on this project's
  * machines 40-60 µs of CPU between the two threads' wake-ups, where the synchronous call takes
@@ -20,7 +21,7 @@
  *   `breathe()` lets it turn (timers, HTTP responses, the health endpoint) before the next call.
  */
 import { statfs } from 'node:fs/promises';
-import type { Logger } from '../../core/logger.js';
+import type { Logger } from './logger.js';
 
 /** `statfs` f_type values of local filesystems (linux/magic.h). */
 const LOCAL_FILESYSTEMS = new Set<number>([
