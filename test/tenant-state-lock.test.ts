@@ -285,8 +285,12 @@ describe('tenant state lock', () => {
     });
 
     it('a holder that has exited but was not reaped (a zombie: kill(pid, 0) still answers) is stale', async () => {
-      // `sleep 0` exits at once; its parent became `sleep 60`, which never reaps it
-      const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      // The child exits once its parent has become `sleep 60` (which never reaps it): not before,
+      // or the shell may reap it first (a child that exited at once did so under load, and never
+      // became a zombie). In the subshell, $$ is the parent shell's pid.
+      const parent = spawn('sh', ['-c', '(while [ "$(cat /proc/$$/comm)" != sleep ]; do sleep 0.01; done) & echo $!; exec sleep 60'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
       sleepers.push(parent);
       const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
       const state = (): string | undefined => {
