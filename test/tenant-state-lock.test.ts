@@ -287,8 +287,8 @@ describe('tenant state lock', () => {
     it('a holder that has exited but was not reaped (a zombie: kill(pid, 0) still answers) is stale', async () => {
       // The child exits once its parent has become `sleep 60` (which never reaps it): not before,
       // or the shell may reap it first (a child that exited at once did so under load, and never
-      // became a zombie). In the subshell, $$ is the parent shell's pid.
-      const parent = spawn('sh', ['-c', '(while [ "$(cat /proc/$$/comm)" != sleep ]; do sleep 0.01; done) & echo $!; exec sleep 60'], {
+      // became a zombie), and not after its parent is gone. In the subshell, $$ is the parent's pid.
+      const parent = spawn('sh', ['-c', '(while [ -e /proc/$$ ] && [ "$(cat /proc/$$/comm)" != sleep ]; do sleep 0.01; done) & echo $!; exec sleep 60'], {
         stdio: ['ignore', 'pipe', 'ignore'],
       });
       sleepers.push(parent);
