@@ -10,8 +10,8 @@
  * each call through the pool costs 40-60 µs of CPU in handoffs on this project's machines, and a
  * backlog saves after nearly every acknowledgement (docs/performance.md, round 33).
  */
-import { closeSync, fsync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
-import { open, rename, unlink } from 'node:fs/promises';
+import { close, closeSync, fsync, mkdirSync, open, openSync, readFileSync, rename, renameSync, statSync, write, writeSync } from 'node:fs';
+import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
@@ -62,6 +62,44 @@ export class CheckpointFileError extends Error {
 
 const fsyncAsync = promisify(fsync);
 
+/**
+ * A save's file calls but its fsyncs (those always go through libuv's pool: their time is the
+ * disk's), made through the pool or synchronously.
+ */
+interface FileCalls {
+  open(path: string, flags: 'w' | 'r'): Promise<number> | number;
+  write(fd: number, bytes: Buffer): Promise<void> | void;
+  close(fd: number): Promise<void> | void;
+  rename(from: string, to: string): Promise<void> | void;
+}
+
+const openAsync = promisify(open);
+const writeAsync = promisify(write);
+const closeAsync = promisify(close);
+const renameAsync = promisify(rename);
+
+const POOL_CALLS: FileCalls = {
+  open: (path, flags) => openAsync(path, flags, 0o600),
+  write: async (fd, bytes) => {
+    for (let done = 0; done < bytes.length; ) done += (await writeAsync(fd, bytes, done, bytes.length - done)).bytesWritten;
+  },
+  close: (fd) => closeAsync(fd),
+  rename: (from, to) => renameAsync(from, to),
+};
+
+/** The calls made synchronously on device `dev` (core/local-sync-calls.ts: a slow one sends the device back to the pool). */
+function syncFileCalls(calls: LocalSyncCalls, dev: number): FileCalls {
+  return {
+    open: (path, flags) => calls.run(dev, () => openSync(path, flags, 0o600)),
+    write: (fd, bytes) =>
+      calls.run(dev, () => {
+        for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+      }),
+    close: (fd) => calls.run(dev, () => closeSync(fd)),
+    rename: (from, to) => calls.run(dev, () => renameSync(from, to)),
+  };
+}
+
 /** One zod issue as `path: message`, the path as it would be written in JavaScript. */
 function describeIssue(issue: z.core.$ZodIssue): string {
   const path = issue.path
@@ -82,6 +120,8 @@ export class CheckpointStore {
   private writing = false;
   /** The state directory's device (where synchronous calls may be made: `syncCalls`). */
   private readonly dev: number;
+  /** A save's calls made synchronously on that device, for when `syncCalls` allows them. */
+  private readonly localCalls: FileCalls | undefined;
 
   constructor(
     readonly dir: string,
@@ -91,6 +131,7 @@ export class CheckpointStore {
     mkdirSync(dir, { recursive: true });
     this.file = join(dir, 'checkpoints.json');
     this.dev = statSync(dir).dev;
+    this.localCalls = syncCalls && syncFileCalls(syncCalls, this.dev);
     this.data = this.read();
   }
 
@@ -159,78 +200,45 @@ export class CheckpointStore {
 
   /**
    * Write the file if anything changed, the I/O (write, fsync, rename, directory fsync) off the
-   * main thread. Throws when the write failed; the old file is intact. A save started while
-   * another is still writing (CheckpointSaver's flush at a stop can overlap one of its own saves)
-   * encodes into a buffer of its own.
+   * main thread, or on a local filesystem all of it but the fsyncs as synchronous calls. Throws
+   * when the write failed; the old file is intact. A save started while another is still writing
+   * (CheckpointSaver's flush at a stop can overlap one of its own saves) encodes into a buffer of
+   * its own.
    */
   async saveAsync(): Promise<boolean> {
     if (!this.dirty) return false;
-    const calls = this.syncCalls;
-    if (calls?.allows(this.dev, this.dir)) {
-      await calls.breathe();
+    const sync = this.syncCalls;
+    let calls = POOL_CALLS;
+    if (sync && this.localCalls && sync.allows(this.dev, this.dir)) {
+      await sync.breathe();
       if (!this.dirty) return false; // saved meanwhile
-      await this.saveWithSyncCalls(calls);
-      this.lastSavedAt = Date.now();
-      return true;
+      calls = this.localCalls;
     }
     const { tmp, bytes } = this.snapshot();
+    let fd = -1;
     try {
       this.writing = true;
       try {
-        const fh = await open(tmp, 'w', 0o600);
-        try {
-          await fh.writeFile(bytes);
-          await fh.sync();
-        } finally {
-          await fh.close();
-        }
+        fd = await calls.open(tmp, 'w');
+        await calls.write(fd, bytes);
       } finally {
         this.writing = false;
       }
-      await rename(tmp, this.file);
-      const dh = await open(this.dir, 'r');
-      try {
-        await dh.sync();
-      } finally {
-        await dh.close();
-      }
-    } catch (err) {
-      await unlink(tmp).catch(() => undefined);
-      this.dirty = true;
-      throw err;
-    }
-    this.lastSavedAt = Date.now();
-    return true;
-  }
-
-  /**
-   * saveAsync's steps with synchronous calls but for the two fsyncs. The encoded bytes are
-   * written before anything else can run, so the encoder's buffer is free again at once.
-   */
-  private async saveWithSyncCalls(calls: LocalSyncCalls): Promise<void> {
-    const { tmp, bytes } = this.snapshot();
-    const dev = this.dev;
-    let fd = -1;
-    try {
-      fd = calls.run(dev, () => openSync(tmp, 'w', 0o600));
-      const opened = fd;
-      calls.run(dev, () => {
-        for (let done = 0; done < bytes.length; ) done += writeSync(opened, bytes, done, bytes.length - done);
-      });
-      await fsyncAsync(opened);
+      await fsyncAsync(fd);
+      const written = fd;
       fd = -1;
-      calls.run(dev, () => closeSync(opened));
-      calls.run(dev, () => renameSync(tmp, this.file));
-      const dirFd = calls.run(dev, () => openSync(this.dir, 'r'));
+      await calls.close(written);
+      await calls.rename(tmp, this.file);
+      const dirFd = await calls.open(this.dir, 'r');
       try {
         await fsyncAsync(dirFd);
       } finally {
-        calls.run(dev, () => closeSync(dirFd));
+        await calls.close(dirFd);
       }
     } catch (err) {
       if (fd >= 0) {
         try {
-          closeSync(fd);
+          await calls.close(fd);
         } catch {
           // (the save's own error is the one to report)
         }
@@ -239,6 +247,8 @@ export class CheckpointStore {
       this.dirty = true;
       throw err;
     }
+    this.lastSavedAt = Date.now();
+    return true;
   }
 
   /** The state as it is now, to be written; changes after this mark the store dirty again. */
