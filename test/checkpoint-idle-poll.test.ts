@@ -4,12 +4,13 @@
  * that found the state as the file holds it (src/pipeline/source-runner.ts, checkpoint-saver.ts).
  */
 import { describe, it, expect, afterEach } from 'vitest';
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { metricValue, startDaemon, waitFor, stopDaemon, type DaemonProcess } from './support/daemon-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 import { writeDirectoryTenantConfig } from './support/config-files.js';
+import { readCheckpointState } from '../src/pipeline/checkpoint-file.js';
 
 let receiver: OtlpReceiver | undefined;
 let daemon: DaemonProcess | undefined;
@@ -40,9 +41,12 @@ describe('checkpoint on idle polls', () => {
       const at = await lastPoll();
       return at > exportedAt ? at : undefined;
     });
-    const file = join(work, 'state', 'acme', 'checkpoints.json');
-    const before = { ino: statSync(file).ino, mtimeMs: statSync(file).mtimeMs, text: readFileSync(file, 'utf8') };
-    expect(JSON.parse(before.text).sources).toBeDefined();
+    // the state's files: checkpoints.json and the journal of the saves since its last fold
+    const dir = join(work, 'state', 'acme');
+    const files = () => Object.fromEntries(readdirSync(dir).map((name) => [name, { ino: statSync(join(dir, name)).ino, mtimeMs: statSync(join(dir, name)).mtimeMs, text: readFileSync(join(dir, name), 'utf8') }]));
+    const before = files();
+    expect(Object.keys(before)).toContain('checkpoints.json');
+    expect(Object.keys(readCheckpointState(dir).sources)).toHaveLength(1);
     // three polls more, none of them with anything new
     for (let i = 0; i < 3; i++) {
       const prev = seen;
@@ -51,17 +55,18 @@ describe('checkpoint on idle polls', () => {
         return at > prev ? at : undefined;
       });
     }
-    const after = statSync(file);
-    expect({ ino: after.ino, mtimeMs: after.mtimeMs, text: readFileSync(file, 'utf8') }).toEqual(before);
+    const after = files();
+    expect(after).toEqual(before);
+    const writtenAt = Math.max(...Object.values(after).map((f) => f.mtimeMs));
     // the age counts from the polls: seconds, not the time since the file was written
     const age = metricValue((await d.get('/metrics')).body, 'tao_checkpoint_age_seconds', { tenant: 'acme' });
     expect(age).toBeDefined();
-    expect(age!).toBeLessThan((Date.now() - after.mtimeMs) / 1000);
+    expect(age!).toBeLessThan((Date.now() - writtenAt) / 1000);
 
     // new data: read, exported and saved as before
     const more = writeFixtureTree(logs, 1, 20, 10_000, 'later');
     await waitFor('the new records exported', () => receiver!.records().length >= tree.records.length + more.records.length || undefined, 60_000, 100);
-    await waitFor('the checkpoint saved with the new object', () => (more.files.every((k) => readFileSync(file, 'utf8').includes(k)) ? true : undefined), 30_000, 100);
-    expect(statSync(file).ino).not.toBe(before.ino);
+    await waitFor('the checkpoint saved with the new object', () => (more.files.every((k) => JSON.stringify(readCheckpointState(dir)).includes(k)) ? true : undefined), 30_000, 100);
+    expect(files()).not.toEqual(before);
   }, 120_000);
 });

@@ -1,15 +1,15 @@
 /**
  * A checkpoint save on a local filesystem makes its open, write, close and rename as synchronous
  * calls and only its fsyncs through libuv's pool (src/pipeline/checkpoint-store.ts,
- * src/core/local-sync-calls.ts); elsewhere every call goes through the pool. Either way the file
- * is the state, whole, and a failed save leaves no temporary file and the state still to save.
+ * src/core/local-sync-calls.ts); elsewhere every call goes through the pool. Either way the files
+ * hold the state, and a failed save leaves no temporary file and the state still to save.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalSyncCalls } from '../src/core/local-sync-calls.js';
-import { CheckpointStore } from '../src/pipeline/checkpoint-store.js';
+import { CheckpointStore, readCheckpointState } from '../src/pipeline/checkpoint-store.js';
 
 const EXT4 = 0xef53;
 const NFS = 0x6969;
@@ -35,13 +35,13 @@ async function storeOn(type: number): Promise<{ store: CheckpointStore; calls: L
   return { store: new CheckpointStore(dir, calls), calls };
 }
 
+/** The source's state as its files hold it (checkpoints.json and its journal). */
 function saved(store: CheckpointStore): { objects: Record<string, { line: number }> } {
-  const parsed = JSON.parse(readFileSync(store.file, 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number }> }> };
-  return parsed.sources['directory:/data']!;
+  return { objects: { ...readCheckpointState(store.dir).sources['directory:/data']!.objects } };
 }
 
 describe('checkpoint saves on a local filesystem', () => {
-  it('make every call but the two fsyncs synchronously, and the file is the state, save after save', async () => {
+  it('make every call but the fsyncs synchronously, and the files are the state, save after save', async () => {
     const { store, calls } = await storeOn(EXT4);
     const objects = store.source('directory:/data').objects;
     for (let save = 1; save <= 3; save++) {
@@ -49,14 +49,15 @@ describe('checkpoint saves on a local filesystem', () => {
       store.markDirty();
       const before = calls.calls;
       expect(await store.saveAsync()).toBe(true);
-      // open, write, close, rename; the directory's open and close
-      expect(calls.calls - before).toBe(6);
+      // the first a fold: the file's open, write and close, the new journal's open and write, the
+      // rename, the directory's open and close; then a line appended to the journal: its write
+      expect(calls.calls - before).toBe(save === 1 ? 8 : 1);
       expect(Object.keys(saved(store).objects)).toHaveLength(save);
       expect(saved(store).objects[`file-${save}.txt`]).toEqual({ line: save, done: true, size: 10 * save, offset: 10 * save });
     }
     expect(store.isDirty).toBe(false);
     expect(await store.saveAsync()).toBe(false); // nothing changed: nothing written
-    expect(readdirSync(store.dir)).toEqual(['checkpoints.json']);
+    expect(readdirSync(store.dir).sort()).toEqual(['checkpoints.journal.1', 'checkpoints.json']);
     const reread = new CheckpointStore(store.dir, calls).source('directory:/data');
     expect(Object.keys(reread.objects)).toEqual(['file-1.txt', 'file-2.txt', 'file-3.txt']);
   });
@@ -71,12 +72,14 @@ describe('checkpoint saves on a local filesystem', () => {
     expect(saved(store).objects).toEqual({ 'a.txt': { line: 4 } });
   });
 
-  it('a save that fails leaves the old file, no temporary file, and the state to save; the next save writes it', async () => {
-    const { store } = await storeOn(EXT4);
+  it('a fold that fails leaves the old files, no temporary file, and the state to save; the next save writes it', async () => {
+    const { store: earlier, calls } = await storeOn(EXT4);
+    earlier.source('directory:/data').objects['a.txt'] = { line: 1 };
+    earlier.markDirty();
+    await earlier.saveAsync();
+    // a process's first save is a fold
+    const store = new CheckpointStore(earlier.dir, calls);
     const objects = store.source('directory:/data').objects;
-    objects['a.txt'] = { line: 1 };
-    store.markDirty();
-    await store.saveAsync();
     const first = readFileSync(store.file, 'utf8');
 
     // the rename cannot replace the file: a folder with something in it stands at its name
@@ -87,12 +90,13 @@ describe('checkpoint saves on a local filesystem', () => {
     store.markDirty();
     await expect(store.saveAsync()).rejects.toThrow(/checkpoints\.json/);
     expect(store.isDirty).toBe(true);
-    expect(readdirSync(store.dir)).toEqual(['checkpoints.json']); // the temporary file removed
+    expect(readdirSync(store.dir).sort()).toEqual(['checkpoints.journal.1', 'checkpoints.json']); // the temporary file and the new journal removed
 
     rmSync(store.file, { recursive: true });
     writeFileSync(store.file, first);
     expect(await store.saveAsync()).toBe(true);
     expect(saved(store).objects).toEqual({ 'a.txt': { line: 2 } });
     expect(store.isDirty).toBe(false);
+    expect(readdirSync(store.dir).sort()).toEqual(['checkpoints.journal.3', 'checkpoints.json']); // the journal before it gone (generation 2 was the failed fold's)
   });
 });

@@ -10,6 +10,7 @@ import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js
 import { runCli } from './support/cli-process.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
 import { startDaemon, waitFor, type DaemonProcess } from './support/daemon-process.js';
+import { readCheckpointState } from '../src/pipeline/checkpoint-file.js';
 
 let receiver: OtlpReceiver | undefined;
 let daemon: DaemonProcess | undefined;
@@ -36,7 +37,7 @@ function writeConfig(work: string, url: string): string {
 }
 
 function acknowledgedLines(work: string): number {
-  const cp = JSON.parse(readFileSync(join(work, 'state', 'acme', 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number }> }> };
+  const cp = readCheckpointState(join(work, 'state', 'acme')) as { sources: Record<string, { objects: Record<string, { line: number }> }> };
   return Object.values(cp.sources).reduce((n, s) => n + Object.values(s.objects).reduce((m, o) => m + o.line, 0), 0);
 }
 

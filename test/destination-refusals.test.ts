@@ -22,6 +22,7 @@ import { runCli } from './support/cli-process.js';
 import { startDaemon, waitFor, metricValue, parseLogLines, type DaemonProcess } from './support/daemon-process.js';
 import { writeDirectoryTenantConfig } from './support/config-files.js';
 import { tempDir, writeFixtureTree } from './support/activity-fixtures.js';
+import { readCheckpointState } from '../src/pipeline/checkpoint-file.js';
 
 const SITE = 'b3a1c7e0-1111-4a2b-9c3d-000000000001';
 
@@ -141,9 +142,7 @@ function letters(work: string): Array<Record<string, unknown>> {
 }
 
 function checkpointLines(work: string): number[] {
-  const file = join(work, 'state', 'acme', 'checkpoints.json');
-  if (!existsSync(file)) return [];
-  const cp = JSON.parse(readFileSync(file, 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number }> }> };
+  const cp = readCheckpointState(join(work, 'state', 'acme')) as { sources: Record<string, { objects: Record<string, { line: number }> }> };
   return Object.values(cp.sources).flatMap((s) => Object.values(s.objects).map((o) => o.line));
 }
 

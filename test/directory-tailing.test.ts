@@ -14,6 +14,7 @@ import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js
 import { startCli, type CliProcess } from './support/cli-process.js';
 import { parseLogLines, waitFor } from './support/daemon-process.js';
 import { tempDir } from './support/activity-fixtures.js';
+import { readCheckpointState } from '../src/pipeline/checkpoint-file.js';
 
 const SITE = 'b3a1c7e0-1111-4a2b-9c3d-000000000001';
 const TENANT = 'node';
@@ -303,7 +304,7 @@ describe('directory source: files being written', () => {
     expect(deadLetters(state)).toEqual([]);
     // the checkpoint names the files by the paths they were listed under (written just after the destination answered)
     const keysNow = (): string[] => {
-      const cp = JSON.parse(readFileSync(join(state, TENANT, 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, unknown> }> };
+      const cp = readCheckpointState(join(state, TENANT)) as { sources: Record<string, { objects: Record<string, unknown> }> };
       return Object.keys(Object.values(cp.sources)[0]!.objects).sort();
     };
     const expectedKeys = ['linked/backgrounder_1-cepp-canonical-events.log', 'mounted/vizqlserver_1-cepp-canonical-events.log', 'single.log'];
@@ -324,8 +325,7 @@ describe('directory source: files being written', () => {
     await waitFor('a few batches', () => seqs(receiver!).length >= 5 * BATCH, 30_000);
     first.child.kill('SIGKILL');
     await first.exited;
-    const cpFile = join(state, TENANT, 'checkpoints.json');
-    const cp = JSON.parse(readFileSync(cpFile, 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number; offset?: number; done?: boolean }> }> };
+    const cp = readCheckpointState(join(state, TENANT)) as { sources: Record<string, { objects: Record<string, { line: number; offset?: number; done?: boolean }> }> };
     const entry = Object.values(cp.sources)[0]!.objects['vizqlserver_2-cepp-canonical-events.log']!;
     expect(entry.done).not.toBe(true);
     expect(entry.line).toBeGreaterThan(0);
@@ -370,7 +370,7 @@ describe('directory source: files being written', () => {
     expect((await allArrived(receiver, w)).duplicates).toBe(0);
     // (the checkpoint is written just after the destination answered)
     const entryNow = (): { line: number; offset?: number; file?: unknown } => {
-      const cp = JSON.parse(readFileSync(join(state, TENANT, 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number; offset?: number; file?: unknown }> }> };
+      const cp = readCheckpointState(join(state, TENANT)) as { sources: Record<string, { objects: Record<string, { line: number; offset?: number; file?: unknown }> }> };
       return Object.values(cp.sources)[0]!.objects['vizportal_1-cepp-canonical-events.log']!;
     };
     const entry = await waitFor('the checkpoint of line 35', () => (entryNow().line === 35 ? entryNow() : undefined), 30_000);

@@ -9,6 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedLogRecord } from './support/otlp-receiver.js';
 import { runCli, startCli } from './support/cli-process.js';
 import { tempDir, writeFixtureTree, type FixtureRecord } from './support/activity-fixtures.js';
+import { readCheckpointState } from '../src/pipeline/checkpoint-file.js';
 
 let receiver: OtlpReceiver;
 let work: string;
@@ -126,7 +127,7 @@ describe('run --once, directory → OTLP/HTTP protobuf', () => {
     const down = await runCli(['run', '--once', '--config', config]);
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/unreachable|unavailable/);
-    const cp = JSON.parse(readFileSync(join(work, 'state', 'acme', 'checkpoints.json'), 'utf8'));
+    const cp = readCheckpointState(join(work, 'state', 'acme'));
     const objects = Object.values(cp.sources['directory:' + join(work, 'logs')].objects) as Array<{ line: number }>;
     expect(objects.every((o) => o.line === 0) || objects.length === 0).toBe(true);
 

@@ -23,6 +23,7 @@ import { OtlpDestination } from '../src/export/otlp/destination.js';
 import { loadCatalog } from '../src/mapping/catalog.js';
 import { silentLogger } from '../src/daemon/logger.js';
 import { DaemonMetrics } from '../src/daemon/metrics.js';
+import { readCheckpointState } from '../src/pipeline/checkpoint-file.js';
 
 const catalog = loadCatalog();
 
@@ -108,7 +109,7 @@ async function runLines(lines: string[], opts: { batchSize?: number; wrap?: (p: 
           .map((l) => JSON.parse(l) as Letter),
       )
     : [];
-  const checkpoint = JSON.parse(readFileSync(join(dir, 'checkpoints.json'), 'utf8')) as { sources: Record<string, { objects: Record<string, { line: number; done?: boolean }> }> };
+  const checkpoint = readCheckpointState(dir) as { sources: Record<string, { objects: Record<string, { line: number; done?: boolean }> }> };
   return { records: receiver.records(), letters, stats, metrics, checkpoint: Object.getOwnPropertyDescriptor(checkpoint.sources.lines!.objects, key)?.value as { line: number; done?: boolean } };
 }
 

@@ -31,6 +31,7 @@ import { uidPrefixFor, type SourceObject } from '../src/sources/source.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
 import { NO_SOURCE_METRICS } from '../src/daemon/metrics.js';
 import * as daemonConfig from '../src/daemon/config.js';
+import { readCheckpointState } from '../src/pipeline/checkpoint-file.js';
 
 // ---------------------------------------------------------------------------
 // notification bodies as AWS writes them
@@ -418,7 +419,7 @@ function seqCounts(records: ReceivedLogRecord[]): Map<number, number> {
 }
 
 function checkpointOf(work: string): Record<string, SourceCheckpoint> {
-  return (JSON.parse(readFileSync(join(work, 'state', 'acme', 'checkpoints.json'), 'utf8')) as { sources: Record<string, SourceCheckpoint> }).sources;
+  return (readCheckpointState(join(work, 'state', 'acme')) as { sources: Record<string, SourceCheckpoint> }).sources;
 }
 
 async function stop(p: CliProcess): Promise<void> {

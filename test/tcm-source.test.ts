@@ -19,6 +19,7 @@ import { sourceConfigSchema } from '../src/sources/source-registry.js';
 import type { SourceCheckpoint } from '../src/pipeline/checkpoint-store.js';
 import { silentLogger } from '../src/daemon/logger.js';
 import type { SourceMetrics } from '../src/daemon/metrics.js';
+import { readCheckpointState } from '../src/pipeline/checkpoint-file.js';
 
 const TENANT = 'db7fad32-0175-431a-b176-7a71be70c2ac';
 const SITES = ['46a64a61-5e8c-4e4a-b2e0-76740ab0d02b', 'd85a2546-6ae7-4110-ba5f-ef5abae47d59'];
@@ -449,7 +450,7 @@ describe('tcm source through the CLI', () => {
     expect(receiver.records().length).toBe(files.reduce((n, f) => n + f.eventIds.length + f.seqs.length, 0));
 
     // bounded checkpoint: positions per scope, and only the files at the edge
-    const cp = JSON.parse(readFileSync(join(work, 'state', 'acme', 'checkpoints.json'), 'utf8')) as { sources: Record<string, SourceCheckpoint> };
+    const cp = readCheckpointState(join(work, 'state', 'acme')) as { sources: Record<string, SourceCheckpoint> };
     const state = cp.sources[`tcm:${TENANT}:both`]!;
     expect(Object.keys(state.position!).filter((k) => !k.startsWith('horizon:')).sort()).toEqual(['tenant', ...SITES.map((s) => `site:${s}`)].sort());
     for (const k of ['tenant', ...SITES.map((s) => `site:${s}`)]) expect(Date.parse(state.position![k] as string)).toBeGreaterThan(now - 20 * 60_000);
@@ -460,7 +461,7 @@ describe('tcm source through the CLI', () => {
     expect(run3.code, run3.stderr).toBe(0);
     expectDeliveredOnce(receiver.records(), [...files, ...later]);
     // the state now holds only the files at the edge (listed from position - overlap on)
-    const cp3 = JSON.parse(readFileSync(join(work, 'state', 'acme', 'checkpoints.json'), 'utf8')) as { sources: Record<string, SourceCheckpoint> };
+    const cp3 = readCheckpointState(join(work, 'state', 'acme')) as { sources: Record<string, SourceCheckpoint> };
     const recent = [...files, ...later].filter((f) => f.file.availableAt > now - 40 * 60_000).map((f) => f.file.path);
     const kept = Object.keys(cp3.sources[`tcm:${TENANT}:both`]!.objects);
     expect(kept.length).toBeGreaterThan(0);

@@ -249,7 +249,7 @@ async function main(): Promise<number> {
     let checkpointBytes = 0;
     for (const [rel, n] of sizes) {
       stateBytes += n;
-      if (path.basename(rel) === 'checkpoints.json') checkpointBytes += n;
+      if (path.basename(rel) === 'checkpoints.json' || path.basename(rel).startsWith('checkpoints.journal.')) checkpointBytes += n;
     }
     const metrics = await metricsText(port);
     const heap = mainHeapIn(metrics);

@@ -208,7 +208,7 @@ export class TenantRuntime {
     this.closed = true;
     // withdrawn from the pool (memory freed there) before the sources, whose TCM connection it may share, close
     await this.enrichment?.stop();
-    if (this.checkpoints) await this.checkpoints.flush();
+    if (this.checkpoints) await this.checkpoints.close();
     this.deadLetters?.close();
     // after the grace period, requests still open are abandoned rather than waited for
     await disposeAll(this.destinations, this.sources, this.deliveryAbort.signal.aborted ? 50 : DESTINATION_SHUTDOWN_MS);

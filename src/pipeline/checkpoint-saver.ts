@@ -79,7 +79,16 @@ export class CheckpointSaver {
   }
 
   /** Wait for a save in progress, then write whatever is left. Returns false when the write failed. */
-  async flush(): Promise<boolean> {
+  flush(): Promise<boolean> {
+    return this.last(() => this.store.saveAsync());
+  }
+
+  /** At the tenant's stop: as flush, then the store folds its journal into the file and closes it. */
+  close(): Promise<boolean> {
+    return this.last(() => this.store.close());
+  }
+
+  private async last(save: () => Promise<unknown>): Promise<boolean> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
@@ -87,7 +96,7 @@ export class CheckpointSaver {
     while (this.saving) await this.saving;
     try {
       this.deadLetters.sync();
-      await this.store.saveAsync();
+      await save();
       this.succeeded();
       return true;
     } catch (err) {

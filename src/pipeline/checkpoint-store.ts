@@ -1,66 +1,43 @@
 /**
- * The embedded checkpoint store: one small JSON file per tenant under the state directory,
- * replaced atomically (write a temporary file, fsync it, rename it over the old one, fsync the
- * directory), so a `kill -9` or power cut at any moment leaves either the old or the new
- * checkpoint, never a torn one. A failed write (disk full) keeps the previous file and is
- * reported; the pipeline then stops advancing instead of losing its place.
+ * The embedded checkpoint store: a tenant's progress under the state directory, in two files.
+ *
+ * - `checkpoints.json`, the whole state, replaced atomically (write a temporary file, fsync it,
+ *   rename it over the old one, fsync the directory), so a `kill -9` or power cut at any moment
+ *   leaves either the old or the new file, never a torn one. This is a **fold**: the first save of
+ *   a process, each time the journal has grown as large as the state, and a tenant's stop.
+ * - Between folds, the **journal** it names (`checkpoints.journal.<n>`): each save appends one
+ *   line of only the entries changed since the last one (pipeline/checkpoint-changes.ts) and
+ *   syncs it. A save then costs its changes, not the whole state: a tenant with thousands of
+ *   objects in its lookback no longer writes megabytes at every acknowledgement. A line cut short
+ *   by a crash was never reported saved and is left out when the files are read back
+ *   (pipeline/checkpoint-file.ts).
+ *
+ * A failed write (disk full) keeps the previous files and is reported; the pipeline then stops
+ * advancing instead of losing its place, and the next save is a fold.
  *
  * On a local filesystem (core/local-sync-calls.ts) a save's open, write, close and rename are
- * synchronous calls (a few microseconds each) and only its two `fsync`s go through libuv's pool:
+ * synchronous calls (a few microseconds each) and only its `fsync`s go through libuv's pool:
  * each call through the pool costs 40-60 µs of CPU in handoffs on this project's machines, and a
- * backlog saves after nearly every acknowledgement (docs/performance.md, round 33).
+ * backlog saves after nearly every acknowledgement (docs/performance.md, rounds 33 and 34).
  */
-import { close, closeSync, fsync, mkdirSync, open, openSync, readFileSync, rename, renameSync, statSync, write, writeSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
+import { close, closeSync, fdatasync, fsync, mkdirSync, open, openSync, rename, renameSync, statSync, write, writeSync } from 'node:fs';
+import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { z } from 'zod';
 import { localSyncCalls, type LocalSyncCalls } from '../core/local-sync-calls.js';
 import { CheckpointEncoder } from './checkpoint-encoder.js';
+import { WrittenEntries } from './checkpoint-changes.js';
+import { BASE_NAME, JOURNAL_PREFIX, journalName, readCheckpointState, type CheckpointFile } from './checkpoint-file.js';
 
 export type { ObjectProgress, FileIdentity, SourceCheckpoint } from '../sources/source-checkpoint.js';
+export { CheckpointFileError, readCheckpointState } from './checkpoint-file.js';
 import type { SourceCheckpoint } from '../sources/source-checkpoint.js';
 
-interface CheckpointFile {
-  version: 1;
-  savedAt: string;
-  sources: Record<string, SourceCheckpoint>;
-}
-
-/** What a checkpoint file must look like to be used (fields added by later versions are kept). */
-const objectProgressSchema = z.looseObject({
-  line: z.number().int().min(0),
-  done: z.boolean().optional(),
-  size: z.number().min(0).optional(),
-  version: z.string().optional(),
-});
-const checkpointFileSchema = z.looseObject({
-  version: z.literal(1),
-  savedAt: z.string(),
-  sources: z.record(
-    z.string(),
-    z.looseObject({
-      objects: z.record(z.string(), objectProgressSchema),
-      position: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
-    }),
-  ),
-});
-
-/** A checkpoint file that cannot be used: names the file and what is wrong with it. */
-export class CheckpointFileError extends Error {
-  constructor(
-    readonly file: string,
-    readonly problem: string,
-  ) {
-    super(
-      `${file}: ${problem}. The tenant does not start rather than read everything again; repair the file, or move it away ` +
-        'to start from nothing (every object is then read and sent again)',
-    );
-    this.name = 'CheckpointFileError';
-  }
-}
+/** A journal is folded once it is this large, or as large as `checkpoints.json` if that is larger. */
+export const JOURNAL_FOLD_BYTES = 64 * 1024;
 
 const fsyncAsync = promisify(fsync);
+const fdatasyncAsync = promisify(fdatasync);
 
 /**
  * A save's file calls but its fsyncs (those always go through libuv's pool: their time is the
@@ -100,12 +77,13 @@ function syncFileCalls(calls: LocalSyncCalls, dev: number): FileCalls {
   };
 }
 
-/** One zod issue as `path: message`, the path as it would be written in JavaScript. */
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const path = issue.path
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : typeof p === 'string' && /^[A-Za-z_$][\w$]*$/.test(p) ? `${i === 0 ? '' : '.'}${p}` : `[${JSON.stringify(String(p))}]`))
-    .join('');
-  return `${path || '(top level)'}: ${issue.message}`;
+/** The journal being appended to. */
+interface OpenJournal {
+  generation: number;
+  fd: number;
+  bytes: number;
+  /** Saves appended since its fold. */
+  saves: number;
 }
 
 export class CheckpointStore {
@@ -116,12 +94,20 @@ export class CheckpointStore {
   private tmpCounter = 0;
   /** The file's bytes, built in one buffer kept between saves (checkpoint-encoder.ts). */
   private readonly encoder = new CheckpointEncoder();
-  /** An async save is writing the encoder's buffer (a save made meanwhile encodes into a buffer of its own). */
-  private writing = false;
   /** The state directory's device (where synchronous calls may be made: `syncCalls`). */
   private readonly dev: number;
   /** A save's calls made synchronously on that device, for when `syncCalls` allows them. */
   private readonly localCalls: FileCalls | undefined;
+  /** Saves run one after another (the saver's flush at a stop can come while one of its saves runs). */
+  private queue: Promise<unknown> = Promise.resolve();
+  /** Undefined before the process's first fold, and after a failed append: the next save folds. */
+  private journal: OpenJournal | undefined;
+  /** The entries the files hold, to find what changed (with the journal). */
+  private written: WrittenEntries | undefined;
+  /** The size of `checkpoints.json` at the last fold. */
+  private baseBytes = 0;
+  /** The generation numbers given so far (the next fold's is one more). */
+  private generation: number;
 
   constructor(
     readonly dir: string,
@@ -129,42 +115,11 @@ export class CheckpointStore {
     private readonly syncCalls: LocalSyncCalls | undefined = localSyncCalls,
   ) {
     mkdirSync(dir, { recursive: true });
-    this.file = join(dir, 'checkpoints.json');
+    this.file = join(dir, BASE_NAME);
     this.dev = statSync(dir).dev;
     this.localCalls = syncCalls && syncFileCalls(syncCalls, this.dev);
-    this.data = this.read();
-  }
-
-  private read(): CheckpointFile {
-    let text: string;
-    try {
-      text = readFileSync(this.file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, savedAt: '', sources: {} };
-      throw err;
-    }
-    if (text.trim() === '') throw new CheckpointFileError(this.file, 'the checkpoint file is empty');
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (err) {
-      throw new CheckpointFileError(this.file, `the checkpoint file is not valid JSON (${(err as Error).message})`);
-    }
-    if (typeof json === 'object' && json !== null && 'version' in json && json.version !== 1) {
-      throw new CheckpointFileError(this.file, `checkpoint file version ${JSON.stringify(json.version)}, this version of the program reads version 1`);
-    }
-    const checked = checkpointFileSchema.safeParse(json);
-    if (!checked.success) {
-      const issues = checked.error.issues;
-      const shown = issues.slice(0, 3).map(describeIssue).join('; ');
-      throw new CheckpointFileError(this.file, `not a checkpoint file: ${shown}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`);
-    }
-    // (checked, it is the file as written: no defaults to fill in.) Objects by key, a name from
-    // the data: no prototype (an object named `__proto__` is an object like any other), so they
-    // are taken from the parsed JSON, which keeps such a key, not from zod's copy, which does not
-    const parsed = json as CheckpointFile;
-    for (const s of Object.values(parsed.sources)) s.objects = Object.assign(Object.create(null) as SourceCheckpoint['objects'], s.objects);
-    return parsed;
+    this.data = readCheckpointState(dir);
+    this.generation = this.data.journal ?? 0;
   }
 
   /** The live state of one source (mutated by the pipeline, then saved). */
@@ -185,49 +140,120 @@ export class CheckpointStore {
     return this.dirty;
   }
 
-  /** When the file last matched the state: its last successful save, or since confirmed (0 before the first). */
+  /** When the files last matched the state: its last successful save, or since confirmed (0 before the first). */
   get lastSavedAtMs(): number {
     return this.lastSavedAt;
   }
 
   /**
-   * The state was looked at and found as the file holds it (nothing dirty): the file is as good
-   * as saved now, for the checkpoint's age. Does nothing while something is unsaved.
+   * The state was looked at and found as the files hold it (nothing dirty): they are as good as
+   * saved now, for the checkpoint's age. Does nothing while something is unsaved.
    */
   confirmCurrent(): void {
     if (!this.dirty && this.lastSavedAt > 0) this.lastSavedAt = Date.now();
   }
 
   /**
-   * Write the file if anything changed, the I/O (write, fsync, rename, directory fsync) off the
-   * main thread, or on a local filesystem all of it but the fsyncs as synchronous calls. Throws
-   * when the write failed; the old file is intact. A save started while another is still writing
-   * (CheckpointSaver's flush at a stop can overlap one of its own saves) encodes into a buffer of
-   * its own.
+   * Save what changed, if anything did: a line appended to the journal, or a fold. Throws when the
+   * write failed; the files saved before are intact. Saves made while one runs wait for it.
    */
-  async saveAsync(): Promise<boolean> {
-    if (!this.dirty) return false;
+  saveAsync(): Promise<boolean> {
+    return this.queued(() => this.save(false));
+  }
+
+  /**
+   * At a stop: save what is left and fold, so `checkpoints.json` alone holds the state, and
+   * close the journal. Throws when the write failed (the journal then stays, with what it held).
+   */
+  close(): Promise<void> {
+    return this.queued(async () => {
+      await this.save(true);
+      const journal = this.journal;
+      if (!journal) return;
+      this.journal = undefined;
+      this.written = undefined;
+      await closeAsync(journal.fd).catch(() => undefined);
+      // (a journal with no save in it says nothing: checkpoints.json is the state)
+      if (journal.saves === 0) await unlink(join(this.dir, journalName(journal.generation))).catch(() => undefined);
+    });
+  }
+
+  private queued<T>(run: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(run);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  private async save(fold: boolean): Promise<boolean> {
+    if (!this.dirty && !(fold && this.journal && this.journal.saves > 0)) return false;
     const sync = this.syncCalls;
     let calls = POOL_CALLS;
     if (sync && this.localCalls && sync.allows(this.dev, this.dir)) {
       await sync.breathe();
-      if (!this.dirty) return false; // saved meanwhile
       calls = this.localCalls;
     }
-    const { tmp, bytes } = this.snapshot();
-    let fd = -1;
+    if (!fold && this.journal && this.written && (await this.append(this.journal, this.written, calls))) return true;
+    await this.fold(calls);
+    return true;
+  }
+
+  /** Append the changes to the journal; false when that would make it larger than a fold's worth (then fold instead). */
+  private async append(journal: OpenJournal, written: WrittenEntries, calls: FileCalls): Promise<boolean> {
+    const savedAt = new Date().toISOString();
+    const pending = written.changes(this.data.sources, savedAt);
+    if (!pending) {
+      // marked changed, but every entry is the one written
+      this.dirty = false;
+      this.lastSavedAt = Date.now();
+      return true;
+    }
+    const bytes = Buffer.from(pending.line, 'utf8');
+    if (journal.bytes + bytes.length > Math.max(JOURNAL_FOLD_BYTES, this.baseBytes)) return false;
+    this.dirty = false;
     try {
-      this.writing = true;
-      try {
-        fd = await calls.open(tmp, 'w');
-        await calls.write(fd, bytes);
-      } finally {
-        this.writing = false;
-      }
+      await calls.write(journal.fd, bytes);
+      await fdatasyncAsync(journal.fd);
+    } catch (err) {
+      // the journal may end in part of this line: never appended to again (the next save folds)
+      this.journal = undefined;
+      await closeAsync(journal.fd).catch(() => undefined);
+      this.dirty = true;
+      throw err;
+    }
+    journal.bytes += bytes.length;
+    journal.saves++;
+    written.keep(pending);
+    this.data.savedAt = savedAt;
+    this.lastSavedAt = Date.now();
+    return true;
+  }
+
+  /**
+   * Write the whole state to `checkpoints.json` naming a new, empty journal, created before the
+   * rename so that the directory's fsync after it makes both durable; then the journal before it
+   * goes. A crash anywhere leaves the old file with its journal or the new file with its own.
+   */
+  private async fold(calls: FileCalls): Promise<void> {
+    const generation = ++this.generation;
+    this.data.savedAt = new Date().toISOString();
+    const data: CheckpointFile = { ...this.data, journal: generation };
+    const bytes = this.encoder.encode(data);
+    const written = WrittenEntries.of(this.data.sources);
+    this.dirty = false;
+    const tmp = `${this.file}.tmp-${process.pid}-${++this.tmpCounter}`;
+    const journalFile = join(this.dir, journalName(generation));
+    const header = Buffer.from(`${JSON.stringify({ version: 1, journal: generation })}\n`);
+    let fd = -1;
+    let journalFd = -1;
+    try {
+      fd = await calls.open(tmp, 'w');
+      await calls.write(fd, bytes);
       await fsyncAsync(fd);
-      const written = fd;
+      const done = fd;
       fd = -1;
-      await calls.close(written);
+      await calls.close(done);
+      journalFd = await calls.open(journalFile, 'w');
+      await calls.write(journalFd, header);
       await calls.rename(tmp, this.file);
       const dirFd = await calls.open(this.dir, 'r');
       try {
@@ -236,25 +262,35 @@ export class CheckpointStore {
         await calls.close(dirFd);
       }
     } catch (err) {
-      if (fd >= 0) {
+      for (const open of [fd, journalFd]) {
+        if (open < 0) continue;
         try {
-          await calls.close(fd);
+          await calls.close(open);
         } catch {
           // (the save's own error is the one to report)
         }
       }
       await unlink(tmp).catch(() => undefined);
+      if (journalFd >= 0) await unlink(journalFile).catch(() => undefined);
       this.dirty = true;
       throw err;
     }
+    const before = this.journal;
+    this.journal = { generation, fd: journalFd, bytes: header.length, saves: 0 };
+    this.written = written;
+    this.baseBytes = bytes.length;
+    this.data.journal = generation;
+    if (before) await closeAsync(before.fd).catch(() => undefined);
+    await this.removeOtherJournals(generation);
     this.lastSavedAt = Date.now();
-    return true;
   }
 
-  /** The state as it is now, to be written; changes after this mark the store dirty again. */
-  private snapshot(): { tmp: string; bytes: Buffer } {
-    this.data.savedAt = new Date().toISOString();
-    this.dirty = false;
-    return { tmp: `${this.file}.tmp-${process.pid}-${++this.tmpCounter}`, bytes: (this.writing ? new CheckpointEncoder() : this.encoder).encode(this.data) };
+  /** The journals of folds before (and of any a crash left behind): what they held is in checkpoints.json now. */
+  private async removeOtherJournals(generation: number): Promise<void> {
+    const current = journalName(generation);
+    const names = await readdir(this.dir).catch(() => [] as string[]);
+    for (const name of names) {
+      if (name.startsWith(JOURNAL_PREFIX) && name !== current) await unlink(join(this.dir, name)).catch(() => undefined); // (else left for the next fold)
+    }
   }
 }

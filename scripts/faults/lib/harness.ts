@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { startCli, REPO_ROOT, type CliProcess, type CliResult } from '../../../test/support/cli-process.js';
 import type { ReceivedLogRecord } from '../../../test/support/otlp-receiver.js';
+import { readCheckpointState } from '../../../src/pipeline/checkpoint-file.js';
 
 export { REPO_ROOT };
 
@@ -244,6 +245,17 @@ export function readDeadLetters(stateDir: string, tenant: string): DeadLetterEnt
     }
   }
   return out;
+}
+
+/**
+ * A tenant's saved checkpoint state (checkpoints.json with its journal) as text, without when it
+ * was saved and the journal's generation: what the progress is. '' before the first save.
+ */
+export function savedCheckpoint(stateDir: string, tenant: string): string {
+  const dir = join(stateDir, tenant);
+  if (!existsSync(join(dir, 'checkpoints.json'))) return '';
+  const { savedAt: _at, journal: _journal, ...progress } = readCheckpointState(dir);
+  return JSON.stringify(progress);
 }
 
 export function seqOf(r: ReceivedLogRecord): number | undefined {

@@ -3,23 +3,25 @@
  * only; skipped with the reason where mounting is refused). The daemon (polling every second)
  * reads a first set of files, then:
  *
- * 1. the filesystem is filled to the last byte and new files land in the source directory: the
+ * 1. the filesystem is filled to the last byte and new files land in the source directory: once
+ *    a save fails (the checkpoint's journal may first fill the space left in its last page) the
  *    daemon says it cannot save its checkpoint and stops taking on work (at most the batches
- *    already in flight are delivered), checkpoints.json stays as it was;
+ *    already in flight are delivered), the checkpoint stays as it was;
  *    space is freed: it recovers by itself, every record delivered, "checkpoint saved again";
  * 2. the filesystem is left with 128 kB and a 400 kB bad line arrives: its dead letter cannot be
  *    written. The daemon says so, writes no torn line, holds that batch (the checkpoint does not
  *    move past a line whose dead letter is not on disk); space is freed: the letter is written.
  *
- * All along, checkpoints.json is read every 100 ms: always parseable, never backwards.
+ * All along, the checkpoint (checkpoints.json and its journal) is read every 100 ms: always
+ * parseable, never backwards.
  */
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync, writeFileSync, statSync, truncateSync } from 'node:fs';
 import { startOtlpReceiver } from '../../../test/support/otlp-receiver.js';
 import { writeFixtureTree } from '../../../test/support/activity-fixtures.js';
-import { judge, logLines, readDeadLetters, resultOf, sleep, waitFor, type Scenario } from '../lib/harness.js';
-import type { SourceCheckpoint } from '../../../src/pipeline/checkpoint-store.js';
+import { judge, logLines, readDeadLetters, resultOf, savedCheckpoint, sleep, waitFor, type Scenario } from '../lib/harness.js';
+import { CheckpointFileError, readCheckpointState } from '../../../src/pipeline/checkpoint-store.js';
 
 const SITE = 'b3a1c7e0-1111-4a2b-9c3d-000000000001';
 
@@ -72,7 +74,8 @@ export const diskFull: Scenario = {
       pipeline: { batchSize: BATCH, maxInFlightBatches: IN_FLIGHT },
       tenants: [{ id: 'acme', sources: [{ type: 'directory', path: logs, pollInterval: '1s' }], destinations: [{ type: 'otlp', endpoint: receiver.url }] }],
     });
-    const cpFile = join(state, 'acme', 'checkpoints.json');
+    const cpDir = join(state, 'acme');
+    const cpFile = join(cpDir, 'checkpoints.json');
     const d = ctx.start(['run', '--config', config]);
     const extra: string[] = [];
     const notes: string[] = [];
@@ -84,20 +87,17 @@ export const diskFull: Scenario = {
     const last = new Map<string, number>();
     const watch = setInterval(() => {
       if (!existsSync(cpFile)) return;
-      let text: string;
+      let doc: ReturnType<typeof readCheckpointState>;
       try {
-        text = readFileSync(cpFile, 'utf8');
-      } catch {
+        doc = readCheckpointState(cpDir);
+      } catch (err) {
+        if (err instanceof CheckpointFileError) {
+          reads++;
+          unparseable++;
+        }
         return;
       }
       reads++;
-      let doc: { sources: Record<string, SourceCheckpoint> };
-      try {
-        doc = JSON.parse(text) as { sources: Record<string, SourceCheckpoint> };
-      } catch {
-        unparseable++;
-        return;
-      }
       for (const [sid, s] of Object.entries(doc.sources)) {
         for (const [key, p] of Object.entries(s.objects)) {
           const k = `${sid}\n${key}`;
@@ -129,8 +129,6 @@ export const diskFull: Scenario = {
 
     // Phase 1: the disk is full to the last byte; new files arrive (one with a bad line)
     fill(mnt);
-    const atFull = receiver.records().length;
-    const cpAtFull = existsSync(cpFile) ? readFileSync(cpFile, 'utf8') : '';
     const second = writeFixtureTree(logs, 12, 500, 100_000, 'second');
     const badKey = `pod=prod-a/siteLuid=${SITE}/y=2026/m=11/d=29/h=00/eventType=add_delete_user_to_group/bad-while-full.txt`;
     mkdirSync(join(logs, ...badKey.split('/').slice(0, -1)), { recursive: true });
@@ -139,19 +137,22 @@ export const diskFull: Scenario = {
       [JSON.stringify({ eventTime: '2026-11-29T00:00:00Z', siteLuid: SITE, testSeq: 200_000 }), '{"this is": not json', JSON.stringify({ eventTime: '2026-11-29T00:00:01Z', siteLuid: SITE, testSeq: 200_001 })].join('\n') + '\n',
     );
     valid.push(...second.records.map((r) => r.record.testSeq as number), 200_000, 200_001);
+    // from the first save that fails
+    const cpSaid = await waitFor(() => logLines(d.output(), /cannot save checkpoint/).length > 0, 30_000);
+    if (!cpSaid) extra.push('full disk: nothing in the log says the checkpoint cannot be saved');
+    const atFull = receiver.records().length;
+    const cpAtFull = savedCheckpoint(state, 'acme');
     await sleep(FULL_MS);
     const duringFull = receiver.records().length - atFull;
-    const cpSaid = logLines(d.output(), /cannot save checkpoint/).length;
-    if (cpSaid === 0) extra.push('full disk: nothing in the log says the checkpoint cannot be saved');
     const bound = (IN_FLIGHT + 1) * BATCH;
     if (duringFull > bound) extra.push(`full disk: ${duringFull} records delivered while full (reading should pause; bound ${bound})`);
-    const cpNow = existsSync(cpFile) ? readFileSync(cpFile, 'utf8') : '';
+    let cpNow = '';
     try {
-      JSON.parse(cpNow);
+      cpNow = savedCheckpoint(state, 'acme');
     } catch {
-      extra.push('checkpoints.json unparseable while the disk was full');
+      extra.push('the checkpoint unparseable while the disk was full');
     }
-    notes.push(`full ${FULL_MS / 1000} s: ${duringFull} records delivered meanwhile (in-flight bound ${bound}), checkpoint ${cpNow === cpAtFull ? 'unchanged' : 'rewritten'}, "cannot save checkpoint" logged`);
+    notes.push(`full ${FULL_MS / 1000} s from the first failed save: ${duringFull} records delivered meanwhile (in-flight bound ${bound}), checkpoint ${cpNow === cpAtFull ? 'unchanged' : 'rewritten'}, "cannot save checkpoint" logged`);
     freeAll();
     let freedAt = Date.now();
     for (const v of valid) want.add(v);
@@ -192,7 +193,7 @@ export const diskFull: Scenario = {
     const r = await ctx.stop(d);
     clearInterval(watch);
     if (r.code !== 0) extra.push(`daemon exited ${r.code} after SIGTERM`);
-    if (unparseable > 0) extra.push(`checkpoints.json unparseable in ${unparseable} of ${reads} reads`);
+    if (unparseable > 0) extra.push(`the checkpoint unparseable in ${unparseable} of ${reads} reads`);
     if (backwards > 0) extra.push(`checkpoint moved backwards ${backwards} times`);
     notes.push(`checkpoint read ${reads} times: always parseable${backwards === 0 ? ', never backwards' : ''}`);
     const restarts = logLines(d.output(), /tenant stopped with an error|restarting/i).length;

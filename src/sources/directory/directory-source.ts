@@ -301,7 +301,8 @@ export class DirectorySource implements Source {
         if (!f) continue;
         const h = await head(f);
         if (h?.fp) {
-          p.file = { dev: h.dev, ino: h.ino, fp: h.fp, uid: fileUidIdentity(h.dev, h.ino, h.fp) };
+          // a new entry, not this one changed: the checkpoint's journal writes the entries that are new objects (pipeline/checkpoint-changes.ts)
+          checkpoint.objects[key] = { ...p, file: { dev: h.dev, ino: h.ino, fp: h.fp, uid: fileUidIdentity(h.dev, h.ino, h.fp) } };
           this.checkpointChanged = true;
         }
         continue;
