@@ -6,6 +6,7 @@
  * checkpoint file parseable after every kill.
  */
 import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { startOtlpReceiver } from '../../../test/support/otlp-receiver.js';
 import { writeFixtureTree } from '../../../test/support/activity-fixtures.js';
 import { judge, resultOf, waitFor, type Scenario } from '../lib/harness.js';
@@ -43,6 +44,9 @@ export const kill9: Scenario = {
     let finishedEarly = 0;
     const extra: string[] = [];
     let corrupt = 0;
+    // kills after which the state was partly in the journal, and of those where a line was cut short
+    let inJournal = 0;
+    let cutShort = 0;
     for (let i = 0; i < KILLS * 3 && killed < KILLS; i++) {
       const before = receiver.records().length;
       const d = ctx.start(['run', '--once', '--config', config]);
@@ -64,6 +68,12 @@ export const kill9: Scenario = {
         readCheckpointState(join(state, 'crashy'));
       } catch {
         corrupt++;
+      }
+      const dir = join(state, 'crashy');
+      for (const name of existsSync(dir) ? readdirSync(dir).filter((n) => n.startsWith('checkpoints.journal.')) : []) {
+        const text = readFileSync(join(dir, name), 'utf8');
+        if (text.split('\n').length > 2) inJournal++;
+        if (text.length > 0 && !text.endsWith('\n')) cutShort++;
       }
       if (r.code === 0 && !alive) break; // the backfill finished before the kill
     }
@@ -87,6 +97,6 @@ export const kill9: Scenario = {
     if (unstable > 0) extra.push(`${unstable} records re-sent with a different log.record.uid`);
     const bound = killed * (IN_FLIGHT + 2) * BATCH;
     const j = judge(records, [], { valid: tree.records.map((r) => r.record.testSeq as number), dupBound: bound, rssLimitMb: 400 }, ctx.peakRssMb);
-    return resultOf(j, tree.records.length, ctx.peakRssMb, extra, [`${killed} kills`, `duplicate bound ${bound} (kills × (in-flight ${IN_FLIGHT} + 2) × batch ${BATCH})`, 'same log.record.uid on every re-send']);
+    return resultOf(j, tree.records.length, ctx.peakRssMb, extra, [`${killed} kills`, `after ${inJournal} of them saves in the checkpoint's journal (${cutShort} with a line cut short)`, `duplicate bound ${bound} (kills × (in-flight ${IN_FLIGHT} + 2) × batch ${BATCH})`, 'same log.record.uid on every re-send']);
   },
 };
