@@ -4,7 +4,7 @@
  * src/core/local-sync-calls.ts); elsewhere every call goes through the pool. Either way the files
  * hold the state, and a failed save leaves no temporary file and the state still to save.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -98,5 +98,49 @@ describe('checkpoint saves on a local filesystem', () => {
     expect(saved(store).objects).toEqual({ 'a.txt': { line: 2 } });
     expect(store.isDirty).toBe(false);
     expect(readdirSync(store.dir).sort()).toEqual(['checkpoints.journal.3', 'checkpoints.json']); // the journal before it gone (generation 2 was the failed fold's)
+  });
+
+  it('an append that fails part-way leaves the line cut short, the state to save, and the next save folds it', async () => {
+    const dir = stateDir();
+    const dev = statSync(dir).dev;
+    // the sync-call gate of a local filesystem, with its next call made to fail after writing part of a line
+    let failNext: (() => void) | undefined;
+    const calls = new (class extends LocalSyncCalls {
+      override run<T>(d: number, call: () => T): T {
+        const fail = failNext;
+        failNext = undefined;
+        if (fail) {
+          fail();
+          throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        }
+        return super.run(d, call);
+      }
+    })(true, async () => EXT4);
+    calls.allows(dev, dir);
+    await calls.settled(dev);
+    const store = new CheckpointStore(dir, calls);
+    const objects = store.source('directory:/data').objects;
+    objects['a.txt'] = { line: 1 };
+    store.markDirty();
+    await store.saveAsync(); // the fold
+    objects['a.txt'] = { line: 2 };
+    store.markDirty();
+    await store.saveAsync(); // a line in journal 1
+    objects['a.txt'] = { line: 3 };
+    objects['b.txt'] = { line: 1 };
+    store.markDirty();
+    failNext = () => appendFileSync(join(dir, 'checkpoints.journal.1'), '{"savedAt":"x","sources":{"directory:/data":{"obj');
+    await expect(store.saveAsync()).rejects.toThrow(/ENOSPC/);
+    expect(store.isDirty).toBe(true);
+    // what a start would read meanwhile: the last save, the line cut short left out
+    expect(saved(store).objects).toEqual({ 'a.txt': { line: 2 } });
+    // the journal is not appended to after a failure: the next save is a fold
+    expect(await store.saveAsync()).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual(['checkpoints.journal.2', 'checkpoints.json']);
+    expect(saved(store).objects).toEqual({ 'a.txt': { line: 3 }, 'b.txt': { line: 1 } });
+    objects['b.txt'] = { line: 2 };
+    store.markDirty();
+    expect(await store.saveAsync()).toBe(true);
+    expect(saved(store).objects).toEqual({ 'a.txt': { line: 3 }, 'b.txt': { line: 2 } });
   });
 });
