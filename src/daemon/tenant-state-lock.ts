@@ -23,6 +23,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from './logger.js';
+import { readTextIfExists } from '../core/read-text-if-exists.js';
 
 export const LOCK_FILE_NAME = 'daemon.lock';
 
@@ -91,7 +92,7 @@ export class TenantStateLock {
     if (identity !== undefined) me.process = identity;
     for (let attempt = 0; attempt < 5; attempt++) {
       if (tryCreate(file, me)) return TenantStateLock.keep(file, me);
-      const text = readLock(file);
+      const text = readTextIfExists(file);
       if (text === undefined) continue; // gone meanwhile: try again
       const holder = parseHolder(text);
       if (!holder && ageMs(file) < UNREADABLE_LOCK_GRACE_MS) {
@@ -128,7 +129,7 @@ export class TenantStateLock {
     if (this.released) return;
     this.released = true;
     held.delete(this);
-    const text = readLock(this.file);
+    const text = readTextIfExists(this.file);
     if (text === undefined || parseHolder(text)?.token !== this.holder.token) return;
     try {
       unlinkSync(this.file);
@@ -187,15 +188,6 @@ function createExclusive(file: string, me: LockHolder): boolean {
     closeSync(fd);
   }
   return true;
-}
-
-function readLock(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
 }
 
 function parseHolder(text: string): LockHolder | undefined {
@@ -301,7 +293,7 @@ function takeOver(file: string, staleText: string, me: LockHolder): boolean {
   }
   closeSync(fd);
   try {
-    if (readLock(file) !== staleText) return false; // someone else replaced it meanwhile
+    if (readTextIfExists(file) !== staleText) return false; // someone else replaced it meanwhile
     // replaced in one step (rename over it), never removed first: a process starting meanwhile
     // finds a lock at every moment, so the one that took it over is the one that holds it
     const tmp = `${file}.${me.pid}.${me.token}.tmp`;

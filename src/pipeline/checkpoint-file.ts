@@ -7,9 +7,9 @@
  * The writing side is pipeline/checkpoint-store.ts; the journal's lines are made by
  * pipeline/checkpoint-changes.ts.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { readTextIfExists } from '../core/read-text-if-exists.js';
 import type { ObjectProgress, SourceCheckpoint } from '../sources/source-checkpoint.js';
 
 export const BASE_NAME = 'checkpoints.json';
@@ -89,18 +89,9 @@ function describeIssues(issues: z.core.$ZodIssue[]): string {
   return `${issues.slice(0, 3).map(describeIssue).join('; ')}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`;
 }
 
-function readText(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-}
-
 /** `checkpoints.json` alone, checked; undefined when there is none. */
 function readBase(file: string): CheckpointFile | undefined {
-  const text = readText(file);
+  const text = readTextIfExists(file);
   if (text === undefined) return undefined;
   if (text.trim() === '') throw new CheckpointFileError(file, 'the checkpoint file is empty');
   let json: unknown;
@@ -134,7 +125,7 @@ interface JournalLine {
  * changes is an error naming the line.
  */
 function replayJournal(file: string, journal: number, state: CheckpointFile): boolean {
-  const text = readText(file);
+  const text = readTextIfExists(file);
   if (text === undefined) return false;
   const lines = text.split('\n');
   lines.pop(); // what follows the last newline: '' or a line cut short

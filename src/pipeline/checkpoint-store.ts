@@ -279,7 +279,6 @@ export class CheckpointStore {
     this.journal = { generation, fd: journalFd, bytes: header.length, saves: 0 };
     this.written = written;
     this.baseBytes = bytes.length;
-    this.data.journal = generation;
     if (before) await closeAsync(before.fd).catch(() => undefined);
     await this.removeOtherJournals(generation);
     this.lastSavedAt = Date.now();
