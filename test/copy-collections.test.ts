@@ -80,6 +80,48 @@ describe('collections paced by the bytes copied', () => {
     expect(c.majors).toBe(3);
   });
 
+  it('a due full collection runs only when the heap and buffers grew enough since the last one', () => {
+    let inUse = 100 * MiB;
+    const c = new CopyCollections({ minorEveryBytes: 4 * MiB, majorEveryBytes: 16 * MiB, majorHeapMultiple: 0, majorMinGrowthBytes: 2 * MiB, inUseBytes: () => inUse });
+    // due at 16 MiB, but 1 MiB grown since the pool began: skipped, and the minor one runs instead
+    inUse += 1 * MiB;
+    for (let i = 0; i < 4; i++) c.copied(4 * MiB);
+    expect([c.majors, c.majorsSkipped, c.minors]).toEqual([0, 1, 4]);
+    // due again 16 MiB on: now 2.5 MiB above the start
+    inUse += 1.5 * MiB;
+    for (let i = 0; i < 3; i++) c.copied(4 * MiB);
+    expect(c.majors).toBe(0);
+    c.copied(4 * MiB);
+    expect([c.majors, c.majorsSkipped, c.minors]).toEqual([1, 1, 7]);
+    // measured after it: what it left is the floor (it fell to 99 MiB)
+    inUse = 99 * MiB;
+    c.copied(0);
+    inUse = 100.5 * MiB;
+    for (let i = 0; i < 4; i++) c.copied(4 * MiB);
+    expect([c.majors, c.majorsSkipped]).toEqual([1, 2]);
+    // a lower level seen at a skip lowers the floor: growth is counted from the least seen
+    inUse = 98 * MiB;
+    for (let i = 0; i < 4; i++) c.copied(4 * MiB);
+    expect([c.majors, c.majorsSkipped]).toEqual([1, 3]);
+    inUse = 100.2 * MiB;
+    for (let i = 0; i < 4; i++) c.copied(4 * MiB);
+    expect([c.majors, c.majorsSkipped]).toEqual([2, 3]);
+  });
+
+  it('by default it counts buffers promoted and dead: they make a due collection run, and it frees them', async () => {
+    const c = new CopyCollections({ minorEveryBytes: 0, majorEveryBytes: 8 * MiB, majorMinGrowthBytes: 2 * MiB });
+    let kept: Buffer[] = [];
+    for (let i = 0; i < 32; i++) kept.push(Buffer.allocUnsafeSlow(256 << 10).fill(i));
+    expect(collectGarbage({ type: 'minor' })).toBe(true);
+    expect(collectGarbage({ type: 'minor' })).toBe(true);
+    const base = process.memoryUsage().arrayBuffers;
+    kept = [];
+    expect(kept).toHaveLength(0);
+    c.copied(8 * MiB);
+    expect([c.majors, c.majorsSkipped]).toEqual([1, 0]);
+    await waitFor(() => base - process.memoryUsage().arrayBuffers >= 6 * MiB, 3000);
+  });
+
   it('0 bytes: never', () => {
     const c = new CopyCollections({ minorEveryBytes: 0, majorEveryBytes: 0 });
     for (let i = 0; i < 10; i++) c.copied(1 << 30);
