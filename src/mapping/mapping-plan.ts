@@ -34,7 +34,8 @@ export interface TypePlan {
   constants: ReadonlyArray<readonly [string, AttrValue]>;
   /** Their encoding by the direct writer (DirectRecordWriter.constBlock). */
   constBlock: { readonly space: object } | undefined;
-  target: EventTypeEntry['target'];
+  /** The type's target (its fields, each possibly absent), one shape for every type: see TargetFields. */
+  target: TargetFields | undefined;
   /** The type has an OCSF class (then every record gets a status_id). */
   ocsf: boolean;
   /** The type's activity_id comes from a field of the record (then it and type_uid are not constants). */
@@ -43,17 +44,55 @@ export interface TypePlan {
   severity: Severity | undefined;
   keep: boolean;
   /** Source attribute → where it goes, per family (computed on first sight of each name). */
-  routes: Record<Family, Map<string, Route>>;
+  routes: FamilyPair<Map<string, Route>>;
   /**
    * The same routes by the scanner's name ids (FlatJsonLine.nameId), for lines scanned by
    * `idOwner`: an array index instead of a Map lookup per field.
    */
-  routesById: Record<Family, Route[]>;
+  routesById: FamilyPair<Route[]>;
   idOwner: FlatJsonLine | undefined;
   /** Body placeholder → the output attribute it reads, per family. */
-  bodyFields: Record<Family, Map<string, string>>;
+  bodyFields: FamilyPair<Map<string, string>>;
   /** Output attribute → placeholder, for the attributes a body reads (mapDirect keeps their values). */
-  bodyWantedByFamily: Partial<Record<Family, Map<string, string>>>;
+  bodyWantedByFamily: FamilyPair<Map<string, string> | undefined>;
+}
+
+/**
+ * A type's `target:` with all its fields present (undefined where the mapping file has none):
+ * the catalog's objects have as many shapes as combinations of fields, and code optimized on
+ * one type's shape was thrown away at the next type's ("wrong map").
+ */
+export interface TargetFields {
+  readonly type: string;
+  readonly id: string | undefined;
+  readonly name: string | undefined;
+  readonly user: string | undefined;
+  readonly group: string | undefined;
+}
+
+export function targetFields(target: EventTypeEntry['target']): TargetFields | undefined {
+  return target === undefined ? undefined : { type: target.type, id: target.id, name: target.name, user: target.user, group: target.group };
+}
+
+/**
+ * What a type plan keeps for each family: [site, tenant]. Read by index (ofFamily), not as
+ * `o[family]` or a branch to `o.site` / `o.tenant`: V8 optimizes a keyed read for the first name
+ * it sees, and a named read on a branch not yet taken for no read at all, and throws the code
+ * away when a type of the other family comes ("wrong name", "insufficient type feedback"); an
+ * array's element read by a small integer is the same read for either.
+ */
+export type FamilyPair<T> = [site: T, tenant: T];
+
+export function familyPair<T>(make: () => T): FamilyPair<T> {
+  return [make(), make()];
+}
+
+export function familyIndex(family: Family): 0 | 1 {
+  return family === 'tenant' ? 1 : 0;
+}
+
+export function ofFamily<T>(pair: Readonly<FamilyPair<T>>, family: Family): T {
+  return pair[familyIndex(family)];
 }
 
 export const ROUTE_GENERIC = 0;

@@ -42,7 +42,7 @@ import {
 import type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
 import { DirectSink } from './direct-sink.js';
 import { ObjectFields, objectFields } from './object-fields.js';
-import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, type AttributeSink, type Route, type Severity, type TypePlan } from './mapping-plan.js';
+import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, familyIndex, familyPair, ofFamily, targetFields, type FamilyPair, type AttributeSink, type Route, type TargetFields, type Severity, type TypePlan } from './mapping-plan.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
 import { OCSF_VERSION, activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
 import { ATTR_EVENT_SUB_TYPE, ATTR_IMPERSONATED, ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
@@ -159,7 +159,7 @@ export class RecordMapper {
   private readonly siteLuidName: string;
   private readonly eventNamePrefix: string;
   private readonly resources = new Map<string, ResourceDescriptor>();
-  private readonly semconv: Record<Family, ReadonlyMap<string, string>>;
+  private readonly semconv: FamilyPair<ReadonlyMap<string, string>>;
   private readonly outcomeSeverity: ReadonlyMap<string, Severity>;
   private plans: Map<string, TypePlan>;
   private readonly sharedPlans: SharedPlans | undefined;
@@ -180,10 +180,7 @@ export class RecordMapper {
     this.prefix = d.attributePrefix;
     this.siteLuidName = `${d.attributePrefix}site_luid`;
     this.eventNamePrefix = d.eventNamePrefix;
-    this.semconv = {
-      site: new Map(Object.entries(d.site.semanticConventions)),
-      tenant: new Map(Object.entries(d.tenant.semanticConventions)),
-    };
+    this.semconv = [new Map(Object.entries(d.site.semanticConventions)), new Map(Object.entries(d.tenant.semanticConventions))];
     this.outcomeSeverity = new Map(Object.entries(d.severity.outcomes));
     this.overrides = options.overrides ?? TenantOverrides.none();
     this.sharedPlans = options.sharedPlans && !options.overrides ? options.sharedPlans : undefined;
@@ -272,16 +269,16 @@ export class RecordMapper {
       derived,
       constants: [[ATTR_EVENT_TYPE, eventType], ...derived],
       constBlock: undefined,
-      target: entry?.target,
+      target: targetFields(entry?.target),
       ocsf: entry?.ocsf !== undefined,
       ocsfActivity: entry?.ocsf ? compileActivityRule(entry.ocsf) : undefined,
       severity: this.overrides.severityFor(eventType),
       keep: this.overrides.keeps(eventType),
-      routes: { site: new Map(), tenant: new Map() },
-      routesById: { site: [], tenant: [] },
+      routes: familyPair(() => new Map()),
+      routesById: familyPair(() => []),
       idOwner: undefined,
-      bodyFields: { site: new Map(), tenant: new Map() },
-      bodyWantedByFamily: {},
+      bodyFields: familyPair(() => new Map()),
+      bodyWantedByFamily: [undefined, undefined],
     };
     if (this.plans.size < MAX_DRIFT_NAMES) this.plans.set(eventType, plan);
     return plan;
@@ -303,17 +300,17 @@ export class RecordMapper {
       r.kind = ROUTE_URL_FULL;
       r.name = ATTR_URL_FULL;
     } else r.name = this.genericNameOf(plan, k);
-    const routes = plan.routes[family];
+    const routes = ofFamily(plan.routes, family);
     if (routes.size < 2_000) routes.set(k, r);
     return r;
   }
 
   /** The output attribute a body placeholder reads (after the tenant's renames). */
   private bodyField(plan: TypePlan, family: Family, n: string): string {
-    let out = plan.bodyFields[family].get(n);
+    let out = ofFamily(plan.bodyFields, family).get(n);
     if (out === undefined) {
       out = this.overrides.outputName(n === 'user' ? ATTR_USER_ID : n === 'siteLuid' ? this.siteLuidName : this.outputNameOf(family, plan, n));
-      plan.bodyFields[family].set(n, out);
+      ofFamily(plan.bodyFields, family).set(n, out);
     }
     return out;
   }
@@ -513,25 +510,27 @@ export class RecordMapper {
 
   /** Output names a body template reads (so mapDirect keeps their values). */
   private bodyWanted(plan: TypePlan, family: Family): Map<string, string> {
-    let w = plan.bodyWantedByFamily[family];
-    if (!w) {
-      w = new Map();
-      const fields = plan.entry?.body ? templateFields(plan.entry.body) : [...DEFAULT_BODY_FIELDS];
-      if (plan.entry?.bodyOnFailure) fields.push(...templateFields(plan.entry.bodyOnFailure));
-      for (const n of fields) {
-        if (n === 'eventType' || n === 'eventTime' || n === ERROR_TYPE_PLACEHOLDER) continue;
-        if (n === 'requestUri') {
-          w.set(ATTR_URL_PATH, n);
-          w.set(ATTR_URL_QUERY, n);
-        } else w.set(this.bodyField(plan, family, n), n);
-      }
-      // the join reads the user ids as mapped (a plan made while a table is loaded; see setReference)
-      if (this.reference?.status === 'loaded') {
-        if (!w.has(ATTR_USER_ID)) w.set(ATTR_USER_ID, 'user');
-        if (!w.has(ATTR_TARGET_USER_ID)) w.set(ATTR_TARGET_USER_ID, ATTR_TARGET_USER_ID);
-      }
-      plan.bodyWantedByFamily[family] = w;
+    return ofFamily(plan.bodyWantedByFamily, family) ?? this.makeBodyWanted(plan, family);
+  }
+
+  /** bodyWanted()'s map, made at a type's first record of the family (apart: what runs once per type does not deoptimize what runs per record). */
+  private makeBodyWanted(plan: TypePlan, family: Family): Map<string, string> {
+    const w = new Map<string, string>();
+    const fields = plan.entry?.body ? templateFields(plan.entry.body) : [...DEFAULT_BODY_FIELDS];
+    if (plan.entry?.bodyOnFailure) fields.push(...templateFields(plan.entry.bodyOnFailure));
+    for (const n of fields) {
+      if (n === 'eventType' || n === 'eventTime' || n === ERROR_TYPE_PLACEHOLDER) continue;
+      if (n === 'requestUri') {
+        w.set(ATTR_URL_PATH, n);
+        w.set(ATTR_URL_QUERY, n);
+      } else w.set(this.bodyField(plan, family, n), n);
     }
+    // the join reads the user ids as mapped (a plan made while a table is loaded; see setReference)
+    if (this.reference?.status === 'loaded') {
+      if (!w.has(ATTR_USER_ID)) w.set(ATTR_USER_ID, 'user');
+      if (!w.has(ATTR_TARGET_USER_ID)) w.set(ATTR_TARGET_USER_ID, ATTR_TARGET_USER_ID);
+    }
+    plan.bodyWantedByFamily[familyIndex(family)] = w;
     return w;
   }
 
@@ -618,13 +617,13 @@ export class RecordMapper {
     this.setIdentity(sink, family, rec);
     if (ctx.wrapper !== undefined) this.setWrapper(sink, ctx.wrapper);
 
-    const routes = plan.routes[family];
+    const routes = ofFamily(plan.routes, family);
     const scanned = rec instanceof FlatJsonLine ? rec : undefined;
     if (scanned && plan.idOwner !== scanned) {
       plan.idOwner = scanned;
-      plan.routesById = { site: [], tenant: [] };
+      plan.routesById = familyPair(() => []);
     }
-    const byId = plan.routesById[family];
+    const byId = ofFamily(plan.routesById, family);
     const liftedSite = resource.attributes[this.siteLuidName];
     for (let i = 0; i < n; i++) {
       if (rec.isNull(i)) continue;
@@ -735,7 +734,7 @@ export class RecordMapper {
       sink,
       read(ATTR_USER_ID),
       read(ATTR_TARGET_USER_ID),
-      head.plan.entry?.target?.type === 'user',
+      head.plan.target?.type === 'user',
       // (the initiating user is named apart only under impersonation, which setIdentity marks)
       head.family === 'site' && sink.has(ATTR_IMPERSONATED) ? head.rec.field(F_INITIATING_USER_LUID) : undefined,
       siteLuid,
@@ -814,10 +813,10 @@ export class RecordMapper {
   private moveOf(family: Family, plan: TypePlan, source: string): string | undefined {
     const own = plan.semantics.get(source);
     if (own !== undefined) return own === SEMANTICS_KEEP ? undefined : own;
-    return this.semconv[family].get(source);
+    return ofFamily(this.semconv, family).get(source);
   }
 
-  private setTarget(sink: AttributeSink, target: NonNullable<EventTypeEntry['target']>, rec: RecordFields): void {
+  private setTarget(sink: AttributeSink, target: TargetFields, rec: RecordFields): void {
     if (target.id) putTarget(sink, ATTR_TARGET_ID, target.id, rec);
     if (target.name) putTarget(sink, ATTR_TARGET_NAME, target.name, rec);
     if (target.user) putTarget(sink, ATTR_TARGET_USER_ID, target.user, rec);
