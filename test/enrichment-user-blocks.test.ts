@@ -27,18 +27,22 @@ const GRACE = '585b0e4c-2222-4a5e-9f00-000000000002';
 const ALAN = '585b0e4c-3333-4a5e-9f00-000000000003';
 const STRANGER = '585b0e4c-9999-4a5e-9f00-000000000009';
 const SITE = '9c1d2e3f-aaaa-4bbb-8ccc-000000000001';
+const SITE2 = '9c1d2e3f-bbbb-4bbb-8ccc-000000000002';
 
 const table = (): ReferenceTable =>
   new ReferenceTable(
     buildReferenceTable({
       loadedAtMs: 1_796_000_000_000,
       users: [
-        { id: ADA, name: 'ada', email: 'ada@example.com', fullName: 'Ada Lovelace', siteRoles: { [SITE]: 'Creator' } },
-        { id: GRACE, name: 'grace', email: 'grace@example.com', fullName: 'Grace Hopper' },
+        { id: ADA, name: 'ada', email: 'ada@example.com', fullName: 'Ada Lovelace', siteRoles: { [SITE]: 'Creator', [SITE2]: 'Viewer' } },
+        { id: GRACE, name: 'grace', email: 'grace@example.com', fullName: 'Grace Hopper', siteRoles: { [SITE2]: 'Explorer' } },
         // no e-mail: the block holds what the user has
         { id: ALAN, name: 'alan', fullName: 'Alan Turing' },
       ],
-      sites: [{ id: SITE, name: 'Finance', contentUrl: 'finance' }],
+      sites: [
+        { id: SITE, name: 'Finance', contentUrl: 'finance' },
+        { id: SITE2, name: 'Sales', contentUrl: 'sales' },
+      ],
     }),
   );
 
@@ -119,6 +123,34 @@ describe("the join's users on the fast path, one mapper over many records", () =
     expect(direct[1]!.attributes['user.full_name']).toBe('Ada Lovelace');
     expect(keyCount(raw, 'user.name')).toBe(3);
     expect(keyCount(raw, 'user.email')).toBe(3);
+  });
+
+  it("a user's roles follow the record's site, as the object path gives them, and a record's own role is kept", () => {
+    const { direct, objects, raw } = runOf(loadCatalog(), [
+      ['hist_access_view', { actorUserLuid: ADA }],
+      ['hist_access_view', { actorUserLuid: ADA, siteLuid: SITE2 }],
+      ['hist_access_view', { actorUserLuid: ADA, siteLuid: SITE2 }],
+      ['hist_access_view', { actorUserLuid: ADA }],
+      // no role on this site: none
+      ['hist_access_view', { actorUserLuid: GRACE }],
+      ['hist_access_view', { actorUserLuid: GRACE, siteLuid: SITE2 }],
+      // the record's own site role (siteRoleId 9: Viewer, its documented name) wins over the reference's
+      ['hist_access_view', { actorUserLuid: ADA, siteRoleId: 9 }],
+      // the target user's roles on the record's site, under the target's names
+      ['add_delete_user_to_group', { actorUserLuid: GRACE, userLuid: ADA, groupOperation: 'add', groupLuid: 'g-1', siteLuid: SITE2 }],
+      ['add_delete_user_to_group', { actorUserLuid: GRACE, userLuid: ADA, groupOperation: 'add', groupLuid: 'g-1' }],
+    ]);
+    expect(direct).toEqual(objects);
+    // (the request holds the records by resource: the first site's, then the second's, each in order)
+    const bySite = (site: string): ReceivedLogRecord[] => direct.filter((r) => r.resource['tableau.site_luid'] === site);
+    const roles = (rs: ReceivedLogRecord[], name: string): unknown[] => rs.map((r) => r.attributes[name]);
+    expect(roles(bySite(SITE), 'user.roles')).toEqual([['Creator'], ['Creator'], undefined, ['Viewer'], undefined]);
+    expect(roles(bySite(SITE), 'tableau.target.user.roles')).toEqual([undefined, undefined, undefined, undefined, ['Creator']]);
+    expect(roles(bySite(SITE2), 'user.roles')).toEqual([['Viewer'], ['Viewer'], ['Explorer'], ['Explorer']]);
+    expect(roles(bySite(SITE2), 'tableau.target.user.roles')).toEqual([undefined, undefined, undefined, ['Viewer']]);
+    // each record's roles once
+    expect(keyCount(raw, 'user.roles')).toBe(7);
+    expect(keyCount(raw, 'tableau.target.user.roles')).toBe(2);
   });
 
   it('a body that reads a name the lookup adds shows it (mappings whose body reads {username})', () => {

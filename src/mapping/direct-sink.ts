@@ -9,6 +9,10 @@ import type { UserAttributeNames } from './enrichment.js';
 import type { FoundUser } from './reference-table.js';
 import { RAW_VALUE, type BodyBytes } from './body-writer.js';
 
+/** DirectSink.userWanted()'s bits: the body reads the user's name, e-mail or full name; its roles. */
+const WANTED_USER = 1;
+const WANTED_ROLES = 2;
+
 /** mapDirect's sink: attributes go to the writer; those the body reads are kept too. */
 export class DirectSink implements AttributeSink {
   out!: DirectRecordWriter;
@@ -74,8 +78,7 @@ export class DirectSink implements AttributeSink {
    * reader keeps users, and no lookup to find it again.
    */
   setUser(names: UserAttributeNames, u: FoundUser): boolean {
-    const w = this.wanted;
-    if (w !== undefined && (w.has(names.name) || w.has(names.email) || w.has(names.fullName))) return false;
+    if ((this.userWanted(names) & WANTED_USER) !== 0) return false;
     const out = this.out;
     let block = u.encoded[names.kind] as ReturnType<DirectRecordWriter['constBlock']> | undefined;
     if (block === undefined || block.space !== out.slotSpace) {
@@ -88,6 +91,40 @@ export class DirectSink implements AttributeSink {
     }
     return out.writeConstBlockIfAbsent(block);
   }
+
+  /** setUser() of the user's roles on the site: encoded once per user, kind of user and site (FoundUser.rolesEncoded). */
+  setUserRoles(names: UserAttributeNames, u: FoundUser, siteLuid: string): boolean {
+    if ((this.userWanted(names) & WANTED_ROLES) !== 0) return false;
+    const roles = u.rolesOn(siteLuid);
+    if (roles === undefined) return true;
+    const out = this.out;
+    let block = u.rolesEncoded[names.kind] as ReturnType<DirectRecordWriter['constBlock']> | undefined;
+    if (block === undefined || block.space !== out.slotSpace) {
+      block = out.constBlock([[names.roles, roles as string[]]]);
+      u.rolesEncoded[names.kind] = block;
+    }
+    out.writeConstBlockIfAbsent(block);
+    return true;
+  }
+
+  /**
+   * Which of a kind of user's attributes the body reads (WANTED_USER, WANTED_ROLES): looked up
+   * in the type's wanted names once per kind and map, not at every record.
+   */
+  private userWanted(names: UserAttributeNames): number {
+    const w = this.wanted;
+    if (w === undefined) return 0;
+    const k = names.kind;
+    if (this.userWantedOf[k] !== w) {
+      this.userWantedOf[k] = w;
+      this.userWantedBits[k] = (w.has(names.name) || w.has(names.email) || w.has(names.fullName) ? WANTED_USER : 0) | (w.has(names.roles) ? WANTED_ROLES : 0);
+    }
+    return this.userWantedBits[k]!;
+  }
+
+  /** userWanted()'s answers by kind of user, and the wanted map each was found in. */
+  private readonly userWantedOf: Array<Map<string, string> | undefined> = [undefined, undefined, undefined];
+  private readonly userWantedBits: number[] = [0, 0, 0];
 
   setField(name: string, f: RecordFields, i: number): void {
     this.out.field(name, f, i);

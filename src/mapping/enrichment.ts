@@ -76,6 +76,12 @@ export interface EnrichmentSink {
    * kept); false when it cannot, and nothing is set (then they are set one by one).
    */
   setUser?(names: UserAttributeNames, u: FoundUser): boolean;
+  /**
+   * The user's roles on `siteLuid` under `names.roles`, as the set below would write them, when
+   * the record has none yet (the direct sink: encoded once per user and site, kept with the
+   * user); false when it cannot, and nothing is set.
+   */
+  setUserRoles?(names: UserAttributeNames, u: FoundUser, siteLuid: string): boolean;
 }
 
 /**
@@ -124,7 +130,8 @@ export function enrichRecord(
 
 function addUser(sink: EnrichmentSink, names: UserAttributeNames, u: FoundUser, siteLuid: string | undefined): void {
   if (sink.setUser === undefined || !sink.setUser(names, u)) setUserEach(sink, names, u);
-  if (siteLuid !== undefined && !sink.has(names.roles)) {
+  if (siteLuid === undefined || (sink.setUserRoles !== undefined && sink.setUserRoles(names, u, siteLuid))) return;
+  if (!sink.has(names.roles)) {
     const roles = u.rolesOn(siteLuid);
     if (roles !== undefined) sink.set(names.roles, roles as string[]);
   }

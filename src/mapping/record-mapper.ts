@@ -736,7 +736,7 @@ export class RecordMapper {
       read(ATTR_TARGET_USER_ID),
       head.plan.target?.type === 'user',
       // (the initiating user is named apart only under impersonation, which setIdentity marks)
-      head.family === 'site' && sink.has(ATTR_IMPERSONATED) ? head.rec.field(F_INITIATING_USER_LUID) : undefined,
+      head.family === 'site' && hasRoute(sink, IMPERSONATED) ? head.rec.field(F_INITIATING_USER_LUID) : undefined,
       siteLuid,
     );
   }
@@ -923,6 +923,9 @@ function putTarget(sink: AttributeSink, name: string, spec: string, rec: RecordF
 }
 
 /** Whether the route's name is set on the record (the direct sink answers by the route's slot). */
+/** `tableau.impersonated` as a route, for the join's question whether a record has it (the direct sink answers by the writer's slot: no lookup by string). */
+const IMPERSONATED: Route = { kind: ROUTE_GENERIC, name: ATTR_IMPERSONATED, unknown: false, wanted: undefined, slot: undefined, slotSpace: undefined };
+
 function hasRoute(sink: AttributeSink, r: Route): boolean {
   return sink.hasRoute !== undefined ? sink.hasRoute(r) : sink.has(r.name);
 }

@@ -67,6 +67,8 @@ export interface FoundUser {
    * the reader's cache starts afresh.
    */
   readonly encoded: Array<object | undefined>;
+  /** The same for the user's roles on the site of the last rolesOn() (emptied when that site changes). */
+  readonly rolesEncoded: Array<object | undefined>;
 }
 
 export interface FoundSite {
@@ -154,6 +156,7 @@ export interface ReferenceTableSize {
 
 class TableUser implements FoundUser {
   readonly encoded: Array<object | undefined> = [undefined, undefined, undefined];
+  readonly rolesEncoded: Array<object | undefined> = [undefined, undefined, undefined];
   /** The site of the last rolesOn, and its answer (a user's records are mostly on one site). */
   private lastSite: string | undefined;
   private lastRoles: readonly [string] | undefined;
@@ -176,6 +179,7 @@ class TableUser implements FoundUser {
     if (siteLuid !== this.lastSite) {
       this.lastRoles = this.table.roleAt(this.rolesAt, siteLuid);
       this.lastSite = siteLuid;
+      this.rolesEncoded.fill(undefined);
     }
     return this.lastRoles;
   }
