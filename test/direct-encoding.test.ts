@@ -530,4 +530,32 @@ describe('a request written toward the task output buffer (DirectLogsRequestWrit
     expect(Buffer.compare(body, expected)).toBe(0);
     expect(decodeOtlpLogsBody(body, 'protobuf').map((r) => r.resource['service.name'])).not.toContain('gone');
   });
+
+  it("a record of a resource opened by an aborted record, and records of one resource after another's, each land in their resource", () => {
+    const writer = new DirectLogsRequestWriter(scope);
+    const a = { key: 'a', attributes: { 'service.name': 'a' } };
+    const b = { key: 'b', attributes: { 'service.name': 'b' } };
+    const record = (resource: typeof a, seconds: number): void => {
+      writer.begin(resource, seconds, 0, OBSERVED, 9, 'INFO', 'x');
+      writer.end(`record ${seconds}`);
+    };
+    writer.reset();
+    // the first record of `a` opens its group and is aborted: the group goes; the next record of `a` opens it again
+    writer.begin(a, 1, 0, OBSERVED, 9, 'INFO', 'x');
+    writer.abortRecord();
+    record(a, 2);
+    record(a, 3);
+    record(b, 4);
+    // the same resource as another object (equal key): its group
+    record({ key: 'a', attributes: { 'service.name': 'a' } }, 5);
+    record(b, 6);
+    const got = decodeOtlpLogsBody(writer.finish()!, 'protobuf').map((r) => [r.resource['service.name'], r.body]);
+    expect(got).toEqual([
+      ['a', 'record 2'],
+      ['a', 'record 3'],
+      ['a', 'record 5'],
+      ['b', 'record 4'],
+      ['b', 'record 6'],
+    ]);
+  });
 });

@@ -23,12 +23,16 @@ export interface DirectRecordWriter {
   readonly slotSpace: object;
   hasSlot(slot: unknown): boolean;
   fieldAt(slot: unknown, fields: RecordFields, i: number): void;
+  /** attr() by slot. */
+  attrAt(slot: unknown, value: AttrValue): void;
   /** Field i of a scanned line (a string) as a list of that one string, under the slot's name (an HTTP header). */
   stringListAt(slot: unknown, line: FlatJsonLine, i: number): void;
   /** The string attribute `<prefix>:<line>` (a record's uid), written without making the string. */
   lineUid(name: string, prefix: string, line: number): void;
   /** A string attribute from bytes [start, end) of a scanned line. */
   rangeAttr(name: string, line: FlatJsonLine, start: number, end: number): void;
+  /** rangeAttr() by slot. */
+  rangeAttrAt(slot: unknown, line: FlatJsonLine, start: number, end: number): void;
   end(body: string): void;
   /** end() with the body as UTF-8 bytes, body[0, length). */
   endBytes(body: Uint8Array, length: number): void;

@@ -4,10 +4,22 @@ import type { AttrValue, ResourceDescriptor } from './log-record.js';
 import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { ATTR_LOG_RECORD_UID, ATTR_URL_PATH, ATTR_URL_QUERY, SEVERITY_NUMBER } from './semantic-conventions.js';
 import type { DirectRecordWriter } from './direct-record-writer.js';
-import type { AttributeSink, Route, Severity, TypePlan } from './mapping-plan.js';
+import { nameRef, type AttributeSink, type NameRef, type Route, type Severity, type TypePlan } from './mapping-plan.js';
 import type { UserAttributeNames } from './enrichment.js';
 import type { FoundUser } from './reference-table.js';
 import { RAW_VALUE, type BodyBytes } from './body-writer.js';
+
+/** The writer's slot of a NameRef's name (found once per slot space, kept on the ref). */
+function slotOf(r: NameRef, out: DirectRecordWriter): unknown {
+  if (r.slotSpace !== out.slotSpace) {
+    r.slot = out.slot(r.name);
+    r.slotSpace = out.slotSpace;
+  }
+  return r.slot;
+}
+
+const URL_PATH = nameRef(ATTR_URL_PATH);
+const URL_QUERY = nameRef(ATTR_URL_QUERY);
 
 /** DirectSink.userWanted()'s bits: the body reads the user's name, e-mail or full name; its roles. */
 const WANTED_USER = 1;
@@ -50,6 +62,18 @@ export class DirectSink implements AttributeSink {
   set(name: string, v: AttrValue): void {
     this.out.attr(name, v);
     if (this.wanted !== undefined && this.wanted.has(name)) this.capture(name, v);
+  }
+
+  setRef(r: NameRef, v: AttrValue): void {
+    const out = this.out;
+    out.attrAt(slotOf(r, out), v);
+    const w = this.wanted;
+    if (w === undefined) return;
+    if (r.wantedOf !== w) {
+      r.wantedOf = w;
+      r.wanted = w.has(r.name);
+    }
+    if (r.wanted) this.capture(r.name, v);
   }
 
   setLineUid(prefix: string, line: number): boolean {
@@ -122,6 +146,20 @@ export class DirectSink implements AttributeSink {
     return this.userWantedBits[k]!;
   }
 
+  /** Whether the type's body reads url.path or url.query (found once per wanted map). */
+  private uriWanted(): boolean {
+    const w = this.wanted;
+    if (w === undefined) return false;
+    if (this.uriWantedOf !== w) {
+      this.uriWantedOf = w;
+      this.uriWantedAnswer = w.has(ATTR_URL_PATH) || w.has(ATTR_URL_QUERY);
+    }
+    return this.uriWantedAnswer;
+  }
+
+  private uriWantedOf: Map<string, string> | undefined;
+  private uriWantedAnswer = false;
+
   /** userWanted()'s answers by kind of user, and the wanted map each was found in. */
   private readonly userWantedOf: Array<Map<string, string> | undefined> = [undefined, undefined, undefined];
   private readonly userWantedBits: number[] = [0, 0, 0];
@@ -133,7 +171,7 @@ export class DirectSink implements AttributeSink {
 
   setRequestUri(f: RecordFields, i: number): boolean {
     // (a body that reads the request's path or query needs them as strings: the caller's way)
-    if (!(f instanceof FlatJsonLine) || (this.wanted !== undefined && (this.wanted.has(ATTR_URL_PATH) || this.wanted.has(ATTR_URL_QUERY)))) return false;
+    if (!(f instanceof FlatJsonLine) || this.uriWanted()) return false;
     const start = f.starts[i]!;
     const end = f.ends[i]!;
     // '?' is ASCII: it never occurs inside a multi-byte UTF-8 sequence. Searched within the
@@ -142,8 +180,9 @@ export class DirectSink implements AttributeSink {
     let q = start;
     while (q < end && buf[q] !== 0x3f) q++;
     if (q === end) q = -1;
-    this.out.rangeAttr(ATTR_URL_PATH, f, start, q === -1 ? end : q);
-    if (q !== -1) this.out.rangeAttr(ATTR_URL_QUERY, f, q + 1, end);
+    const out = this.out;
+    out.rangeAttrAt(slotOf(URL_PATH, out), f, start, q === -1 ? end : q);
+    if (q !== -1) out.rangeAttrAt(slotOf(URL_QUERY, out), f, q + 1, end);
     return true;
   }
 

@@ -2,7 +2,7 @@
 import type { EventTypeEntry } from './catalog.js';
 import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, ResourceDescriptor } from './log-record.js';
-import type { FlatJsonLine, RecordFields } from '../decoding/flat-json-line.js';
+import type { FieldName, FlatJsonLine, RecordFields } from '../decoding/flat-json-line.js';
 import type { TemplatePart, ValueLookup } from './body-template.js';
 import type { SEVERITY_NUMBER } from './semantic-conventions.js';
 import type { OcsfActivityRule } from './ocsf.js';
@@ -58,20 +58,36 @@ export interface TypePlan {
 }
 
 /**
- * A type's `target:` with all its fields present (undefined where the mapping file has none):
- * the catalog's objects have as many shapes as combinations of fields, and code optimized on
- * one type's shape was thrown away at the next type's ("wrong map").
+ * A type's `target:` with all its fields present (undefined where the mapping file has none),
+ * each as the record fields it may come from, in order (`a|b`): the catalog's objects have as
+ * many shapes as combinations of fields, and code optimized on one type's shape was thrown away
+ * at the next type's ("wrong map"); the alternatives are split once, not looked up by their text
+ * at every record.
  */
 export interface TargetFields {
   readonly type: string;
-  readonly id: string | undefined;
-  readonly name: string | undefined;
-  readonly user: string | undefined;
-  readonly group: string | undefined;
+  readonly id: readonly FieldName[] | undefined;
+  readonly name: readonly FieldName[] | undefined;
+  readonly user: readonly FieldName[] | undefined;
+  readonly group: readonly FieldName[] | undefined;
 }
 
-export function targetFields(target: EventTypeEntry['target']): TargetFields | undefined {
-  return target === undefined ? undefined : { type: target.type, id: target.id, name: target.name, user: target.user, group: target.group };
+/**
+ * An attribute name the mapper sets on many records (OCSF's status, the user's roles, …): the
+ * direct sink keeps on it the writer's slot for the name and whether the type's body reads it,
+ * so that setting it takes no lookup by string. Shared by the mappers of a thread: each keeps
+ * what it found with what it was found for (the writer's slot space, the body's wanted names).
+ */
+export interface NameRef {
+  readonly name: string;
+  slot: unknown;
+  slotSpace: object | undefined;
+  wantedOf: ReadonlyMap<string, string> | undefined;
+  wanted: boolean;
+}
+
+export function nameRef(name: string): NameRef {
+  return { name, slot: undefined, slotSpace: undefined, wantedOf: undefined, wanted: false };
 }
 
 /**
@@ -144,6 +160,8 @@ export interface AttributeSink {
   setRoutedAsList?(r: Route, fields: RecordFields, i: number): boolean;
   /** Field i under its route's name unless that name is taken on this record (then false, nothing set). */
   setRouted?(r: Route, fields: RecordFields, i: number): boolean;
+  /** set() of a name the caller keeps as a NameRef (the direct sink: by its slot, no lookup by string). */
+  setRef?(r: NameRef, value: AttrValue): void;
   /** `name` (just set with set()) carries the value of the record's field `source` (for the tenant's overrides). */
   from?(name: string, source: string): void;
 }

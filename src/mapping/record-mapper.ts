@@ -42,7 +42,7 @@ import {
 import type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
 import { DirectSink } from './direct-sink.js';
 import { ObjectFields, objectFields } from './object-fields.js';
-import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, familyIndex, familyPair, ofFamily, targetFields, type FamilyPair, type AttributeSink, type Route, type TargetFields, type Severity, type TypePlan } from './mapping-plan.js';
+import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, familyIndex, familyPair, nameRef, ofFamily, type FamilyPair, type NameRef, type AttributeSink, type Route, type TargetFields, type Severity, type TypePlan } from './mapping-plan.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
 import { OCSF_VERSION, activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
 import { ATTR_EVENT_SUB_TYPE, ATTR_IMPERSONATED, ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
@@ -601,19 +601,19 @@ export class RecordMapper {
     sink.head?.(plan, family, resource, seconds, nanos, severity);
 
     const eventId = rec.field(F_EVENT_ID);
-    if (typeof eventId === 'string' && eventId !== '') sink.set(ATTR_LOG_RECORD_UID, eventId);
+    if (typeof eventId === 'string' && eventId !== '') setRef(sink, LOG_RECORD_UID, eventId);
     else if (!sink.setLineUid?.(ctx.uidPrefix, line)) sink.set(ATTR_LOG_RECORD_UID, `${ctx.uidPrefix}:${line}`);
     if (!sink.setConstants?.(plan)) for (const [k, v] of plan.constants) sink.set(k, v);
     // OCSF (before the record's own fields, which never take these names): the activity the record names (types with activityFrom), and the outcome's status
     const activity = plan.ocsfActivity;
     if (activity) {
       const id = activityOf(activity, rec);
-      sink.set(ATTR_OCSF_ACTIVITY_ID, id);
-      sink.set(ATTR_OCSF_TYPE_UID, typeUid(activity.classUid, id));
+      setRef(sink, OCSF_ACTIVITY_ID, id);
+      setRef(sink, OCSF_TYPE_UID, typeUid(activity.classUid, id));
     }
-    if (plan.ocsf) sink.set(ATTR_OCSF_STATUS_ID, statusIdOf(rec, failed, outcome, this.failureFields));
+    if (plan.ocsf) setRef(sink, OCSF_STATUS_ID, statusIdOf(rec, failed, outcome, this.failureFields));
     if (plan.target) this.setTarget(sink, plan.target, rec);
-    if (errorType !== undefined) sink.set(ATTR_ERROR_TYPE, errorType);
+    if (errorType !== undefined) setRef(sink, ERROR_TYPE, errorType);
     this.setIdentity(sink, family, rec);
     if (ctx.wrapper !== undefined) this.setWrapper(sink, ctx.wrapper);
 
@@ -751,7 +751,7 @@ export class RecordMapper {
     if (family === 'tenant') {
       const role = rec.field(F_INITIATING_USER_ROLE);
       if (typeof role === 'string' && role !== '') {
-        sink.set(ATTR_USER_ROLES, [role]);
+        setRef(sink, USER_ROLES, [role]);
         sink.from?.(ATTR_USER_ROLES, 'initiatingUserRole');
       }
       return;
@@ -759,10 +759,10 @@ export class RecordMapper {
     const roleId = rec.field(F_SITE_ROLE_ID);
     const roles = typeof roleId === 'number' ? SITE_ROLES.get(roleId) : typeof roleId === 'bigint' ? SITE_ROLES.get(Number(roleId)) : undefined;
     if (roles !== undefined) {
-      sink.set(ATTR_USER_ROLES, roles);
+      setRef(sink, USER_ROLES, roles);
       sink.from?.(ATTR_USER_ROLES, 'siteRoleId');
     }
-    if (impersonated(rec)) sink.set(ATTR_IMPERSONATED, true);
+    if (impersonated(rec)) setRef(sink, IMPERSONATED_NAME, true);
   }
 
   /** A wrapped line's wrapper members (its `ts`, `pid`, `traceUuid`, …): `tableau.server.<snake_case>`, objects and arrays as JSON text. */
@@ -817,10 +817,10 @@ export class RecordMapper {
   }
 
   private setTarget(sink: AttributeSink, target: TargetFields, rec: RecordFields): void {
-    if (target.id) putTarget(sink, ATTR_TARGET_ID, target.id, rec);
-    if (target.name) putTarget(sink, ATTR_TARGET_NAME, target.name, rec);
-    if (target.user) putTarget(sink, ATTR_TARGET_USER_ID, target.user, rec);
-    if (target.group) putTarget(sink, ATTR_TARGET_GROUP_ID, target.group, rec);
+    if (target.id !== undefined) putTarget(sink, ATTR_TARGET_ID, target.id, rec);
+    if (target.name !== undefined) putTarget(sink, ATTR_TARGET_NAME, target.name, rec);
+    if (target.user !== undefined) putTarget(sink, ATTR_TARGET_USER_ID, target.user, rec);
+    if (target.group !== undefined) putTarget(sink, ATTR_TARGET_GROUP_ID, target.group, rec);
   }
 
   /** The previous record's resource and what it was made of (records of an object share one). */
@@ -899,8 +899,7 @@ function guessFamily(rec: RecordFields): Family {
  * empty: a string as it is (a scanned line's bytes copied, no string made), anything else as
  * JSON text.
  */
-function putTarget(sink: AttributeSink, name: string, spec: string, rec: RecordFields): void {
-  const names = alternatives(spec);
+function putTarget(sink: AttributeSink, name: string, names: readonly FieldName[], rec: RecordFields): void {
   if (rec instanceof FlatJsonLine) {
     for (const n of names) {
       const i = rec.indexOfField(n);
@@ -923,6 +922,27 @@ function putTarget(sink: AttributeSink, name: string, spec: string, rec: RecordF
 }
 
 /** Whether the route's name is set on the record (the direct sink answers by the route's slot). */
+/** Names mapInto sets on many records, as NameRefs (set by slot on the direct path). */
+const LOG_RECORD_UID = nameRef(ATTR_LOG_RECORD_UID);
+const OCSF_ACTIVITY_ID = nameRef(ATTR_OCSF_ACTIVITY_ID);
+const OCSF_TYPE_UID = nameRef(ATTR_OCSF_TYPE_UID);
+const OCSF_STATUS_ID = nameRef(ATTR_OCSF_STATUS_ID);
+const ERROR_TYPE = nameRef(ATTR_ERROR_TYPE);
+const USER_ROLES = nameRef(ATTR_USER_ROLES);
+const IMPERSONATED_NAME = nameRef(ATTR_IMPERSONATED);
+
+function setRef(sink: AttributeSink, r: NameRef, value: AttrValue): void {
+  if (sink.setRef !== undefined) sink.setRef(r, value);
+  else sink.set(r.name, value);
+}
+
+/** A type's target with its alternatives split (`a|b`: the first field with a value). */
+function targetFields(target: EventTypeEntry['target']): TargetFields | undefined {
+  if (target === undefined) return undefined;
+  const of = (spec: string | undefined): readonly FieldName[] | undefined => (spec === undefined || spec === '' ? undefined : alternatives(spec));
+  return { type: target.type, id: of(target.id), name: of(target.name), user: of(target.user), group: of(target.group) };
+}
+
 /** `tableau.impersonated` as a route, for the join's question whether a record has it (the direct sink answers by the writer's slot: no lookup by string). */
 const IMPERSONATED: Route = { kind: ROUTE_GENERIC, name: ATTR_IMPERSONATED, unknown: false, wanted: undefined, slot: undefined, slotSpace: undefined };
 

@@ -78,6 +78,9 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** Where the open record begins in its group's writer, and the group it opened (for abortRecord). */
   private recordOpen = 0;
   private openedGroup: string | undefined;
+  /** The group of the last record begun, and the resource it was found for. */
+  private lastGroup: Group | undefined;
+  private lastGroupOf: ResourceDescriptor | undefined;
   /** Attribute names: encoded key, and the record they were last set on (see NameSlot). */
   private slots = new Map<string, NameSlot>();
   /** Changes when `slots` is cleared: slots cached by callers from before are not used again. */
@@ -98,6 +101,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       if (this.spare.length < MAX_SPARE_WRITERS) this.spare.push(g.w);
     }
     this.groups.clear();
+    this.lastGroup = undefined;
     this.joined.reset();
     this.w = null;
     this.count = 0;
@@ -109,7 +113,8 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   }
 
   begin(resource: ResourceDescriptor, seconds: number, nanos: number, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void {
-    let g = this.groups.get(resource.key);
+    // (records of an object share their resource: the last one's group without a lookup)
+    let g = this.lastGroup !== undefined && this.lastGroupOf === resource ? this.lastGroup : this.groups.get(resource.key);
     this.openedGroup = undefined;
     if (!g) {
       const w = this.stageFree ? this.stage : (this.spare.pop() ?? new ProtoWriter(4 << 20));
@@ -119,6 +124,8 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
       this.groups.set(resource.key, g);
       this.openedGroup = resource.key;
     }
+    this.lastGroup = g;
+    this.lastGroupOf = resource;
     const w = (this.w = g.w);
     this.recordOpen = w.pos;
     this.generation++;
@@ -224,7 +231,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     this.attrAt(this.slot(name), value);
   }
 
-  private attrAt(slot: NameSlot, value: AttrValue): void {
+  attrAt(slot: NameSlot, value: AttrValue): void {
     slot.seen = this.generation;
     if (value !== undefined) logRecordAttribute(this.w!, slot.key, value);
   }
@@ -274,7 +281,10 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
 
   /** A string attribute from bytes [start, end) of a scanned line (a part of a field's value). */
   rangeAttr(name: string, line: FlatJsonLine, start: number, end: number): void {
-    const slot = this.slot(name);
+    this.rangeAttrAt(this.slot(name), line, start, end);
+  }
+
+  rangeAttrAt(slot: NameSlot, line: FlatJsonLine, start: number, end: number): void {
     slot.seen = this.generation;
     this.w!.stringAttribute(T_LR_ATTRIBUTES, slot.key, line.buf, start, end);
   }
@@ -290,6 +300,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
     if (this.openedGroup !== undefined) {
       // the record's resource had no other record: its group goes too
       this.groups.delete(this.openedGroup);
+      this.lastGroup = undefined;
       w.reset();
       // (back where it was taken from: the next resource opened takes it again; the stage's
       // group had nothing moved yet, its first record being the one aborted)
