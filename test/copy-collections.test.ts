@@ -19,6 +19,20 @@ async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
 
 const MiB = 1 << 20;
 
+/**
+ * `count` buffers of 256 KiB that live through two minor collections (in the old generation from
+ * then on) and die when this returns; the ArrayBuffers' memory while they were alive.
+ */
+function promotedThenDead(count: number): number {
+  const kept: Buffer[] = [];
+  for (let i = 0; i < count; i++) kept.push(Buffer.allocUnsafeSlow(256 << 10).fill(i));
+  expect(collectGarbage({ type: 'minor' })).toBe(true);
+  expect(collectGarbage({ type: 'minor' })).toBe(true);
+  const base = process.memoryUsage().arrayBuffers;
+  expect(kept).toHaveLength(count);
+  return base;
+}
+
 describe('collections paced by the bytes copied', () => {
   it('a minor one after every N bytes, not before, and it frees the buffers that died', async () => {
     const c = new CopyCollections({ minorEveryBytes: 8 * MiB, majorEveryBytes: 0 });
@@ -49,14 +63,7 @@ describe('collections paced by the bytes copied', () => {
   it('a full one after at least M bytes and the heap used times the multiple, which frees buffers promoted before they died', async () => {
     let heap = 10 * MiB;
     const c = new CopyCollections({ minorEveryBytes: 4 * MiB, majorEveryBytes: 32 * MiB, majorHeapMultiple: 4, usedHeapBytes: () => heap });
-    // buffers that live through two minor collections (in the old generation from then on), then die
-    let kept: Buffer[] = [];
-    for (let i = 0; i < 16; i++) kept.push(Buffer.allocUnsafeSlow(256 << 10).fill(i));
-    expect(collectGarbage({ type: 'minor' })).toBe(true);
-    expect(collectGarbage({ type: 'minor' })).toBe(true);
-    const base = process.memoryUsage().arrayBuffers;
-    kept = [];
-    expect(kept).toHaveLength(0);
+    const base = promotedThenDead(16);
     // minor collections do not free them
     for (let i = 0; i < 7; i++) c.copied(4 * MiB);
     expect(c.minors).toBe(7);
@@ -110,13 +117,7 @@ describe('collections paced by the bytes copied', () => {
 
   it('by default it counts buffers promoted and dead: they make a due collection run, and it frees them', async () => {
     const c = new CopyCollections({ minorEveryBytes: 0, majorEveryBytes: 8 * MiB, majorMinGrowthBytes: 2 * MiB });
-    let kept: Buffer[] = [];
-    for (let i = 0; i < 32; i++) kept.push(Buffer.allocUnsafeSlow(256 << 10).fill(i));
-    expect(collectGarbage({ type: 'minor' })).toBe(true);
-    expect(collectGarbage({ type: 'minor' })).toBe(true);
-    const base = process.memoryUsage().arrayBuffers;
-    kept = [];
-    expect(kept).toHaveLength(0);
+    const base = promotedThenDead(32);
     c.copied(8 * MiB);
     expect([c.majors, c.majorsSkipped]).toEqual([1, 0]);
     await waitFor(() => base - process.memoryUsage().arrayBuffers >= 6 * MiB, 3000);
