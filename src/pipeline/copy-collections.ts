@@ -19,12 +19,10 @@
  * follows the heap: so does the interval), frees them: some 20 ms of the main thread per 64 MiB
  * of input on the bench's tenant. The pool (worker-pool.ts) runs it where Node's buffer pool
  * takes 64 KiB slabs (Node 24); on Node 20 (8 KiB slabs) it freed nothing the peak shows.
- *
- * A full collection that is due runs only when there is something for it to free: the heap used
- * and the ArrayBuffers' memory together `majorMinGrowthBytes` above what they were after the
- * last one (or the least seen since). On the plain bench corpus each of them freed under 0.1 MB
- * of buffers and about 1 MB of heap, for 12-24 ms of the main thread; on the gzip corpus the
- * heap and buffers grew 1.5-2.8 MB between them.
+ * Each one runs, even where the heap and the buffers grew little since the last: skipping those
+ * took 0.13 CPU-seconds off a run of the plain bench corpus, but in a soak the daemon then held
+ * 3-7 MB more after its bursts, memory those collections give back and V8's heap figures do not
+ * show (docs/performance.md).
  *
  * Both need V8's `gc` function (core/gc-function.ts); where there is none, nothing is done.
  */
@@ -40,15 +38,6 @@ export interface CopyCollectionsOptions {
   majorHeapMultiple?: number;
   /** The heap in use (default V8's `used_heap_size`); for tests. */
   usedHeapBytes?: () => number;
-  /** A due full collection runs only when `inUseBytes` grew this much since the last one (default 0: always). */
-  majorMinGrowthBytes?: number;
-  /** What a full collection may free (default: the heap used plus the ArrayBuffers' memory); for tests. */
-  inUseBytes?: () => number;
-}
-
-/** The heap used plus the memory of ArrayBuffers (Buffers' included): what a full collection may free. */
-function heapAndBuffersInUse(): number {
-  return v8.getHeapStatistics().used_heap_size + process.memoryUsage().arrayBuffers;
 }
 
 /** Counts bytes copied and runs the collections after every so many of them. */
@@ -62,49 +51,25 @@ export class CopyCollections {
   /** Collections run (for tests and the bench). */
   minors = 0;
   majors = 0;
-  /** Full collections due and not run: too little had grown since the last (for tests and the bench). */
-  majorsSkipped = 0;
-  private readonly minGrowth: number;
-  private readonly inUseBytes: () => number;
-  /** `inUseBytes` after the last full collection (when this was made, before the first), or the least seen since. */
-  private floor: number;
 
   constructor(private readonly options: CopyCollectionsOptions) {
     this.nextMajor = options.majorEveryBytes;
     this.multiple = options.majorHeapMultiple ?? 4;
     this.usedHeapBytes = options.usedHeapBytes ?? (() => v8.getHeapStatistics().used_heap_size);
-    this.minGrowth = options.majorMinGrowthBytes ?? 0;
-    this.inUseBytes = options.inUseBytes ?? heapAndBuffersInUse;
-    this.floor = this.minGrowth > 0 && options.majorEveryBytes > 0 ? this.inUseBytes() : 0;
   }
 
   copied(bytes: number): void {
-    const { majorEveryBytes } = this.options;
+    const { minorEveryBytes, majorEveryBytes } = this.options;
     if (majorEveryBytes > 0) {
       this.sinceMajor += bytes;
       if (this.sinceMajor >= this.nextMajor) {
         this.sinceMajor = 0;
-        if (this.minGrowth > 0) {
-          const now = this.inUseBytes();
-          if (now - this.floor < this.minGrowth) {
-            // (nothing worth a full collection: the next is due as far on; the minor one as usual)
-            this.floor = Math.min(this.floor, now);
-            this.majorsSkipped++;
-            return this.minor(bytes);
-          }
-        }
         this.sinceMinor = 0;
         if (collectGarbage()) this.majors++;
         this.nextMajor = Math.max(majorEveryBytes, this.multiple * this.usedHeapBytes());
-        if (this.minGrowth > 0) this.floor = this.inUseBytes();
         return;
       }
     }
-    this.minor(bytes);
-  }
-
-  private minor(bytes: number): void {
-    const { minorEveryBytes } = this.options;
     if (minorEveryBytes <= 0) return;
     this.sinceMinor += bytes;
     if (this.sinceMinor < minorEveryBytes) return;

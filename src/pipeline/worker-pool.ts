@@ -25,8 +25,6 @@ const MINOR_COLLECTION_BYTES = 4 << 20;
  * (docs/performance.md).
  */
 const MAJOR_COLLECTION_BYTES = Buffer.poolSize > 8 * 1024 ? 64 << 20 : 0;
-/** ...when the heap and the buffers grew this much since the last one (less is not worth its 12-24 ms: copy-collections.ts). */
-const MAJOR_COLLECTION_MIN_GROWTH_BYTES = 2 << 20;
 import type { BuffersMessage, DropBuffersMessage, HeapQuery, HeapReply, InitMessage, ReferenceMessage, ResultMessage, SharedRegion, SharedRegionCounts, TaskMessage, WorkerHeap, WorkerHeaps } from './encode-messages.js';
 import type { ReferenceData, ReferenceDataSink } from '../mapping/reference-data.js';
 import { buildReferenceTable } from '../mapping/reference-table-builder.js';
@@ -112,7 +110,7 @@ export class EncodeWorkerPool implements ReferenceDataSink {
   private closed = false;
   private readonly inputs: SharedBufferPool;
   /** The input copied into the shared buffers is garbage in this thread: collected every so often (copy-collections.ts). */
-  private readonly collections = new CopyCollections({ minorEveryBytes: MINOR_COLLECTION_BYTES, majorEveryBytes: MAJOR_COLLECTION_BYTES, majorMinGrowthBytes: MAJOR_COLLECTION_MIN_GROWTH_BYTES });
+  private readonly collections = new CopyCollections({ minorEveryBytes: MINOR_COLLECTION_BYTES, majorEveryBytes: MAJOR_COLLECTION_BYTES });
   /** What the batches left dead is collected once they stop for a while (idle-collection.ts), and the spare read buffers freed. */
   readonly idleCollection: IdleCollection;
   private readonly outputs: SharedBufferPool;
