@@ -20,9 +20,10 @@
  * of input on the bench's tenant. The pool (worker-pool.ts) runs it where Node's buffer pool
  * takes 64 KiB slabs (Node 24); on Node 20 (8 KiB slabs) it freed nothing the peak shows.
  * Each one runs, even where the heap and the buffers grew little since the last: skipping those
- * took 0.13 CPU-seconds off a run of the plain bench corpus, but in a soak the daemon then held
- * 3-7 MB more after its bursts, memory those collections give back and V8's heap figures do not
- * show (docs/performance.md).
+ * took 0.13 CPU-seconds off a run of the plain bench corpus (a few milliseconds a minute in a
+ * daemon), but what they give back is not in V8's heap figures, and in a soak beside the build
+ * that runs them the daemon held 3-7 MB more after its bursts (the same build's soaks vary about
+ * as much: the cost could not be bounded; docs/performance-rounds.md, round 35).
  *
  * Both need V8's `gc` function (core/gc-function.ts); where there is none, nothing is done.
  */
