@@ -4,13 +4,13 @@ import type { AttrValue, ResourceDescriptor } from './log-record.js';
 import { FlatJsonLine, type RecordFields } from '../decoding/flat-json-line.js';
 import { ATTR_LOG_RECORD_UID, ATTR_URL_PATH, ATTR_URL_QUERY, SEVERITY_NUMBER } from './semantic-conventions.js';
 import type { DirectRecordWriter } from './direct-record-writer.js';
-import { nameRef, type AttributeSink, type NameRef, type Route, type Severity, type TypePlan } from './mapping-plan.js';
+import { nameRef, type AttributeSink, type NameRef, type Route, type Severity, type SlotRef, type TypePlan } from './mapping-plan.js';
 import type { UserAttributeNames } from './enrichment.js';
 import type { FoundUser } from './reference-table.js';
 import { RAW_VALUE, type BodyBytes } from './body-writer.js';
 
-/** The writer's slot of a NameRef's name (found once per slot space, kept on the ref). */
-function slotOf(r: NameRef, out: DirectRecordWriter): unknown {
+/** The writer's slot of a route's or NameRef's name (found once per slot space, kept on it). */
+function slotOf(r: SlotRef, out: DirectRecordWriter): unknown {
   if (r.slotSpace !== out.slotSpace) {
     r.slot = out.slot(r.name);
     r.slotSpace = out.slotSpace;
@@ -186,18 +186,8 @@ export class DirectSink implements AttributeSink {
     return true;
   }
 
-  /** The writer's slot of the route's name (found once per slot space, kept on the route). */
-  private routeSlot(r: Route): unknown {
-    const out = this.out;
-    if (r.slotSpace !== out.slotSpace) {
-      r.slot = out.slot(r.name);
-      r.slotSpace = out.slotSpace;
-    }
-    return r.slot;
-  }
-
-  hasRoute(r: Route): boolean {
-    return this.out.hasSlot(this.routeSlot(r));
+  hasRoute(r: SlotRef): boolean {
+    return this.out.hasSlot(slotOf(r, this.out));
   }
 
   setRouted(r: Route, f: RecordFields, i: number): boolean {
@@ -210,7 +200,7 @@ export class DirectSink implements AttributeSink {
   setRoutedAsList(r: Route, f: RecordFields, i: number): boolean {
     // (a body that reads the header needs the list as a value: the caller's way)
     if (!(f instanceof FlatJsonLine) || (r.wanted ??= this.wanted !== undefined && this.wanted.has(r.name))) return false;
-    this.out.stringListAt(this.routeSlot(r), f, i);
+    this.out.stringListAt(slotOf(r, this.out), f, i);
     return true;
   }
 

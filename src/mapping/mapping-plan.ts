@@ -78,10 +78,7 @@ export interface TargetFields {
  * so that setting it takes no lookup by string. Shared by the mappers of a thread: each keeps
  * what it found with what it was found for (the writer's slot space, the body's wanted names).
  */
-export interface NameRef {
-  readonly name: string;
-  slot: unknown;
-  slotSpace: object | undefined;
+export interface NameRef extends SlotRef {
   wantedOf: ReadonlyMap<string, string> | undefined;
   wanted: boolean;
 }
@@ -121,7 +118,14 @@ export const ROUTE_HTTP_METHOD = 5;
 /** `http.request.header.<name>`: a string value becomes a one-item string array (the conventions' type). */
 export const ROUTE_HTTP_HEADER = 6;
 
-export interface Route {
+/** An attribute name with the direct writer's handle on it, and the writer's slot space it belongs to (found once per space). */
+export interface SlotRef {
+  readonly name: string;
+  slot: unknown;
+  slotSpace: object | undefined;
+}
+
+export interface Route extends SlotRef {
   kind: number;
   /** Output name (generic: tableau.<snake> or the catalog's rename; semconv: the target). */
   name: string;
@@ -129,9 +133,6 @@ export interface Route {
   unknown: boolean;
   /** Whether the body reads `name` (mapDirect keeps its value); known after first use. */
   wanted: boolean | undefined;
-  /** The direct writer's handle on `name`, and the writer's slot space it belongs to. */
-  slot: unknown;
-  slotSpace: object | undefined;
 }
 
 /** Where the mapping rules put attributes (an object, or an encoder writing them as they come). */
@@ -151,8 +152,8 @@ export interface AttributeSink {
    * sink cannot (then the caller splits the value itself).
    */
   setRequestUri?(fields: RecordFields, i: number): boolean;
-  /** has() of the route's name (the direct sink: by its slot, no lookup by string). */
-  hasRoute?(r: Route): boolean;
+  /** has() of the route's (or NameRef's) name (the direct sink: by its slot, no lookup by string). */
+  hasRoute?(r: SlotRef): boolean;
   /**
    * Field i (a string) as a list of that one string under its route's name, the name not set on
    * this record yet (an HTTP header); false when the sink cannot (then set() of the list).

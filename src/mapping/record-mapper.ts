@@ -42,7 +42,7 @@ import {
 import type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
 import { DirectSink } from './direct-sink.js';
 import { ObjectFields, objectFields } from './object-fields.js';
-import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, familyIndex, familyPair, nameRef, ofFamily, type FamilyPair, type NameRef, type AttributeSink, type Route, type TargetFields, type Severity, type TypePlan } from './mapping-plan.js';
+import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, familyIndex, familyPair, nameRef, ofFamily, type FamilyPair, type NameRef, type SlotRef, type AttributeSink, type Route, type TargetFields, type Severity, type TypePlan } from './mapping-plan.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
 import { OCSF_VERSION, activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
 import { ATTR_EVENT_SUB_TYPE, ATTR_IMPERSONATED, ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
@@ -762,7 +762,7 @@ export class RecordMapper {
       setRef(sink, USER_ROLES, roles);
       sink.from?.(ATTR_USER_ROLES, 'siteRoleId');
     }
-    if (impersonated(rec)) setRef(sink, IMPERSONATED_NAME, true);
+    if (impersonated(rec)) setRef(sink, IMPERSONATED, true);
   }
 
   /** A wrapped line's wrapper members (its `ts`, `pid`, `traceUuid`, …): `tableau.server.<snake_case>`, objects and arrays as JSON text. */
@@ -921,7 +921,6 @@ function putTarget(sink: AttributeSink, name: string, names: readonly FieldName[
   }
 }
 
-/** Whether the route's name is set on the record (the direct sink answers by the route's slot). */
 /** Names mapInto sets on many records, as NameRefs (set by slot on the direct path). */
 const LOG_RECORD_UID = nameRef(ATTR_LOG_RECORD_UID);
 const OCSF_ACTIVITY_ID = nameRef(ATTR_OCSF_ACTIVITY_ID);
@@ -929,7 +928,8 @@ const OCSF_TYPE_UID = nameRef(ATTR_OCSF_TYPE_UID);
 const OCSF_STATUS_ID = nameRef(ATTR_OCSF_STATUS_ID);
 const ERROR_TYPE = nameRef(ATTR_ERROR_TYPE);
 const USER_ROLES = nameRef(ATTR_USER_ROLES);
-const IMPERSONATED_NAME = nameRef(ATTR_IMPERSONATED);
+/** (also the join's question whether a record has it: by the writer's slot on the direct path) */
+const IMPERSONATED = nameRef(ATTR_IMPERSONATED);
 
 function setRef(sink: AttributeSink, r: NameRef, value: AttrValue): void {
   if (sink.setRef !== undefined) sink.setRef(r, value);
@@ -943,10 +943,8 @@ function targetFields(target: EventTypeEntry['target']): TargetFields | undefine
   return { type: target.type, id: of(target.id), name: of(target.name), user: of(target.user), group: of(target.group) };
 }
 
-/** `tableau.impersonated` as a route, for the join's question whether a record has it (the direct sink answers by the writer's slot: no lookup by string). */
-const IMPERSONATED: Route = { kind: ROUTE_GENERIC, name: ATTR_IMPERSONATED, unknown: false, wanted: undefined, slot: undefined, slotSpace: undefined };
-
-function hasRoute(sink: AttributeSink, r: Route): boolean {
+/** Whether the name is set on the record (the direct sink answers by the name's slot). */
+function hasRoute(sink: AttributeSink, r: SlotRef): boolean {
   return sink.hasRoute !== undefined ? sink.hasRoute(r) : sink.has(r.name);
 }
 
