@@ -13,6 +13,7 @@ import { LocalSyncCalls, SLICE_MS, SLOW_CALL_MS } from '../src/core/local-sync-c
 import { DirectorySource, directorySourceConfigSchema } from '../src/sources/directory/directory-source.js';
 import type { SourceObject } from '../src/sources/source.js';
 import { readFileHead } from '../src/sources/directory/file-identity.js';
+import { fileChunks } from '../src/sources/directory/file-chunks.js';
 import { FolderCache, listFiles } from '../src/sources/directory/directory-listing.js';
 import { tempDir } from './support/activity-fixtures.js';
 
@@ -122,7 +123,7 @@ async function readAll(obj: SourceObject): Promise<string> {
 }
 
 describe('the directory source on a local filesystem', () => {
-  it('lists and reads small files with synchronous calls once the device is known; a big file through the pool', async () => {
+  it('lists and reads files with synchronous calls once the device is known, a big file in several reads', async () => {
     const root = tempDir('tao-synccalls-');
     put(root, hourKey('small-1.txt'), records(5));
     put(root, hourKey('small-2.txt'), records(5));
@@ -145,7 +146,8 @@ describe('the directory source on a local filesystem', () => {
     const afterSmall = calls.calls;
     expect(afterSmall - listing).toBe(4); // open, fstat, read, close
     expect(await readAll(byName.get('big.txt')!)).toBe(big);
-    expect(calls.calls).toBe(afterSmall); // streamed through the pool
+    // open, fstat, a read per 256 KiB, close
+    expect(calls.calls - afterSmall).toBe(3 + Math.ceil(big.length / (256 * 1024)));
     expect(byName.get('small-1.txt')!.file?.ino).toBe(statSync(join(root, hourKey('small-1.txt'))).ino);
   });
 
@@ -187,6 +189,34 @@ describe('the directory source on a local filesystem', () => {
     listing = false;
     expect(calls.calls - before).toBeGreaterThanOrEqual(3_000); // every stat synchronous
     // 3 000 synchronous calls and more take longer than two slices; the loop turned in between
+    expect(took).toBeGreaterThanOrEqual(2 * SLICE_MS);
+    expect(turns).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a file of many reads with synchronous calls lets the event loop turn along the way', async () => {
+    const root = tempDir('tao-synccalls-');
+    const path = join(root, 'big.log');
+    const text = records(40_000, 180); // some 8 MB, read 1 KiB at a time: 8 000 synchronous reads
+    writeFileSync(path, text);
+    const calls = new LocalSyncCalls(true, async () => EXT4);
+    const dev = statSync(root).dev;
+    calls.allows(dev, root);
+    await calls.settled(dev);
+    let turns = 0; // of the loop, once the synchronous reads have begun
+    let reading = true;
+    const turn = (): void => {
+      if (calls.calls > 0) turns++;
+      if (reading) setImmediate(turn);
+    };
+    setImmediate(turn);
+    const parts: Buffer[] = [];
+    const started = performance.now();
+    for await (const b of fileChunks(path, { expectedSize: text.length, maxReadBytes: 1024, sync: { calls, dev } })) parts.push(Buffer.from(b));
+    const took = performance.now() - started;
+    reading = false;
+    expect(Buffer.concat(parts).toString()).toBe(text);
+    expect(calls.calls).toBe(3 + Math.ceil(text.length / 1024)); // open, fstat, every read, close
+    // 8 000 synchronous reads take longer than two slices; the loop turned in between
     expect(took).toBeGreaterThanOrEqual(2 * SLICE_MS);
     expect(turns).toBeGreaterThanOrEqual(1);
   });

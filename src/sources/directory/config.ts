@@ -27,7 +27,7 @@ export const directorySourceConfigSchema = z
     finishAfter: durationSchema.default(3_600_000),
     /**
      * On a local filesystem (ext4, xfs, btrfs, tmpfs, overlay, ...), the listing's `stat`s and the
-     * reads of small files are synchronous calls, each a few microseconds instead of a handoff to
+     * files' reads are synchronous calls, each a few microseconds instead of a handoff to
      * Node's thread pool; the event loop is let to turn every few milliseconds, and a device
      * whose calls turn slow goes back to the pool. Network and FUSE filesystems (NFS, SMB, a
      * mounted bucket) are always read through the pool. false: every call through the pool.

@@ -51,8 +51,8 @@ export interface FileChunksOptions {
    */
   onFirstBytes?: (st: Stats, bytes: Buffer) => { endAtExpectedSize: boolean };
   /**
-   * The file is on device `dev`: when `calls` allows it and the file is read in one call
-   * (`expectedSize` from `start` within `maxReadBytes`), it is read with synchronous calls.
+   * The file is on device `dev`: when `calls` allows it, the file is read with synchronous
+   * calls, the event loop let to turn between them once they have held it for a slice.
    */
   sync?: SyncCalls;
 }
@@ -62,12 +62,11 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
   const probe = options.probeBytes ?? 64 * 1024;
   const signal = options.signal;
   signal?.throwIfAborted();
-  // a small file on a local filesystem: synchronous calls (local-sync-calls.ts)
+  // a file on a local filesystem: synchronous calls (local-sync-calls.ts)
   const sync = options.sync;
-  const small = options.expectedSize - (options.start ?? 0) <= maxRead;
   let file: OpenFile;
   try {
-    file = await openFile(path, small ? sync : undefined);
+    file = await openFile(path, sync);
   } catch (err) {
     if (options.ino === undefined || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     options.onEnd?.(null);
@@ -91,6 +90,9 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
       const probing = remaining <= 0;
       const want = probing ? probe : Math.min(remaining, maxRead);
       const buf = probing ? probeBuffer(want) : readBuffer(want);
+      // (a file of many reads with synchronous calls: the event loop turns between slices of them)
+      const due = sync?.calls.turnDue();
+      if (due) await due;
       const bytesRead = await file.read(buf, pos);
       // (nothing of it handed on: the next probe takes it, see buffer-release.ts)
       if (bytesRead === 0 && probing) probeFoundNothing(buf);
