@@ -90,9 +90,6 @@ export async function* fileChunks(path: string, options: FileChunksOptions): Asy
       const probing = remaining <= 0;
       const want = probing ? probe : Math.min(remaining, maxRead);
       const buf = probing ? probeBuffer(want) : readBuffer(want);
-      // (a file of many reads with synchronous calls: the event loop turns between slices of them)
-      const due = sync?.calls.turnDue();
-      if (due) await due;
       const bytesRead = await file.read(buf, pos);
       // (nothing of it handed on: the next probe takes it, see buffer-release.ts)
       if (bytesRead === 0 && probing) probeFoundNothing(buf);
