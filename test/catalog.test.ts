@@ -484,6 +484,8 @@ describe('prebuilt catalog (catalog-snapshot.ts)', () => {
       expect(fromSnapshot).toBeDefined();
       expect(fromSnapshot!.eventTypes.size).toBe(270);
       expect(plain(fromSnapshot!)).toEqual(plain(fromYaml));
+      expect(fromSnapshot!.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+      expect(fromSnapshot!.fingerprint).toBe(fromYaml.fingerprint);
       expect(fromSnapshot!.eventTypes.get('login_authentication')!.allAttributes).toBeInstanceOf(Map);
       // a family's common attribute is one object in every type, as when loaded from the YAML files
       const common = (t: string) => fromSnapshot!.eventTypes.get(t)!.allAttributes.get('eventOutcome');
@@ -517,7 +519,9 @@ describe('prebuilt catalog (catalog-snapshot.ts)', () => {
       const login = parse(readFileSync(loginFile, 'utf8')) as EventMappingFile;
       writeFileSync(loginFile, stringify({ ...login, body: 'edited {user}' }));
       expect(readCatalogSnapshot(copy, file)).toBeUndefined();
-      expect(loadCatalog(copy).eventTypes.get('login_authentication')!.body).toBe('edited {user}');
+      const edited = loadCatalog(copy);
+      expect(edited.eventTypes.get('login_authentication')!.body).toBe('edited {user}');
+      expect(edited.fingerprint).not.toBe(fromYaml.fingerprint);
 
       // a file added or removed changes the fingerprint too
       const copy2 = path.join(tempDir(), 'mappings');

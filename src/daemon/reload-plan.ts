@@ -5,8 +5,7 @@
  * running (added, changed, removed, unchanged).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { defaultEncodeWorkers } from '../pipeline/encode-worker-prewarm.js';
 import { DEFAULT_PIPELINE_SETTINGS, type PipelineSettings } from '../pipeline/pipeline-settings.js';
 import { loadCatalog, type Catalog } from '../mapping/catalog.js';
@@ -76,7 +75,8 @@ export function preparePlan(loaded: LoadedConfig, options: PlanOptions): Plan {
   registerSecrets(secretsOfDocument(config, options.env, baseDir));
   const mappingsDir = config.mappingsDir ? resolve(baseDir, config.mappingsDir) : undefined;
   const catalog = loadCatalog(mappingsDir);
-  const catalogHash = hashTree(catalog.dir);
+  // (the hash the catalog was loaded under: a snapshot's match was that very hash of the files)
+  const catalogHash = catalog.fingerprint;
   const stateDir = resolve(baseDir, config.state.dir);
   const settings = pipelineSettings(loaded, options.once);
   // the main thread reads, gunzips and sends, so it needs a core too: one worker fewer than cores
@@ -112,18 +112,4 @@ export function planChanges(plan: Plan, running: ReadonlyMap<string, { plan: Ten
 
 function sha256(text: string | Buffer): string {
   return createHash('sha256').update(text).digest('hex');
-}
-
-/** A hash of every file under a directory (the mapping files): a reload notices an edited catalog. */
-function hashTree(dir: string): string {
-  const h = createHash('sha256');
-  const walk = (d: string): void => {
-    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      const full = join(d, e.name);
-      if (e.isDirectory()) walk(full);
-      else if (e.isFile()) h.update(full).update('\0').update(readFileSync(full)).update('\0');
-    }
-  };
-  walk(dir);
-  return h.digest('hex');
 }

@@ -98,7 +98,7 @@ export function readCatalogSnapshot(dir: string, file = SNAPSHOT_FILE): Catalog 
   } catch {
     return undefined; // not one this code wrote: the files are read instead
   }
-  return { dir, defaults: snap.defaults, eventTypes };
+  return { dir, defaults: snap.defaults, eventTypes, fingerprint: snap.fingerprint };
 }
 
 /** Writes the snapshot of a catalog just loaded from `catalog.dir` (atomically: tmp + rename). */

@@ -16,7 +16,7 @@ import {
 import { FileError, loadYamlFile, parseYaml, positionOf, readTextFile, validateYaml } from '../core/yaml-file.js';
 import { compileTemplate, templateFields, TemplateError } from './body-template.js';
 import { snakeCase, DERIVED_ATTRIBUTES } from './attribute-names.js';
-import { readCatalogSnapshot } from './catalog-snapshot.js';
+import { mappingsFingerprint, readCatalogSnapshot } from './catalog-snapshot.js';
 import { ATTR_HTTP_REQUEST_METHOD_ORIGINAL, SEMANTICS_KEEP, SEMANTICS_TARGETS } from './semantic-conventions.js';
 
 export interface EventTypeEntry extends EventMappingFile {
@@ -29,6 +29,11 @@ export interface Catalog {
   dir: string;
   defaults: DefaultsFile;
   eventTypes: ReadonlyMap<string, EventTypeEntry>;
+  /**
+   * SHA-256 over the names and contents of the files it was loaded from (catalog-snapshot.ts
+   * `mappingsFingerprint`): equal for equal files, whether loaded from them or from the snapshot.
+   */
+  fingerprint: string;
 }
 
 /** `mappings/` of the installed package (works from `src/` under tsx and from `dist/`). */
@@ -95,7 +100,9 @@ export function loadCatalog(dir: string = bundledMappingsDir(), options: LoadCat
     err.name = 'CatalogError';
     throw err;
   }
-  return { dir, defaults, eventTypes };
+  const fingerprint = mappingsFingerprint(dir);
+  if (fingerprint === undefined) throw new Error(`cannot read the mapping files in ${dir} again: changed while they were loaded?`);
+  return { dir, defaults, eventTypes, fingerprint };
 }
 
 interface EntryIssue {
