@@ -51,7 +51,7 @@ describe('DirectorySource identities', () => {
     // (ext4 hands a freed inode to the next file made: here the inode is kept aside on purpose,
     // outside the folder read, so that the new file surely gets it)
     const dir = tempDir('tao-dirsrc-');
-    const aside = join(dir, '..', `${dir.split('/').pop()!}-aside`);
+    const aside = `${dir}-aside`;
     writeFileSync(join(dir, 'x.log'), lines(0, 5));
     const cp = await readToEnd(dir, 'x.log', 5);
     const old = cp.objects['x.log']!.file!;

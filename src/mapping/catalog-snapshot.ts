@@ -71,8 +71,11 @@ export function mappingsFingerprint(dir: string): string | undefined {
   return h.digest('hex');
 }
 
-/** The prebuilt catalog, when there is one and it was built from exactly these files. */
-export function readCatalogSnapshot(dir: string, file = SNAPSHOT_FILE): Catalog | undefined {
+/**
+ * The prebuilt catalog, when there is one and it was built from exactly these files
+ * (`fingerprint`: theirs, when the caller hashed them already).
+ */
+export function readCatalogSnapshot(dir: string, file = SNAPSHOT_FILE, fingerprint: string | undefined = mappingsFingerprint(dir)): Catalog | undefined {
   if (!existsSync(file)) return undefined;
   let snap: Snapshot;
   try {
@@ -81,7 +84,7 @@ export function readCatalogSnapshot(dir: string, file = SNAPSHOT_FILE): Catalog 
     return undefined;
   }
   if (snap?.version !== SNAPSHOT_VERSION || !Array.isArray(snap.attributes)) return undefined;
-  if (mappingsFingerprint(dir) !== snap.fingerprint) return undefined;
+  if (fingerprint === undefined || fingerprint !== snap.fingerprint) return undefined;
   const table = snap.attributes;
   const attribute = (i: number): CatalogAttribute => {
     const a = table[i];
@@ -103,8 +106,7 @@ export function readCatalogSnapshot(dir: string, file = SNAPSHOT_FILE): Catalog 
 
 /** Writes the snapshot of a catalog just loaded from `catalog.dir` (atomically: tmp + rename). */
 export function writeCatalogSnapshot(catalog: Catalog, file = SNAPSHOT_FILE): void {
-  const fingerprint = mappingsFingerprint(catalog.dir);
-  if (fingerprint === undefined) throw new Error(`cannot read the mapping files in ${catalog.dir}`);
+  const fingerprint = catalog.fingerprint;
   // one index per distinct attribute (equal contents, one entry: as the YAML files share them)
   const attributes: CatalogAttribute[] = [];
   const indexOf = new Map<string, number>();

@@ -48,8 +48,10 @@ export interface LoadCatalogOptions {
 }
 
 export function loadCatalog(dir: string = bundledMappingsDir(), options: LoadCatalogOptions = {}): Catalog {
+  // (hashed before the files are loaded: one edited meanwhile makes the next reload load it again)
+  const fingerprint = mappingsFingerprint(dir);
   if (options.snapshot !== false) {
-    const prebuilt = readCatalogSnapshot(dir);
+    const prebuilt = readCatalogSnapshot(dir, undefined, fingerprint);
     if (prebuilt) return prebuilt;
   }
   const defaults = loadYamlFile(join(dir, 'defaults.yaml'), defaultsFileSchema);
@@ -100,8 +102,7 @@ export function loadCatalog(dir: string = bundledMappingsDir(), options: LoadCat
     err.name = 'CatalogError';
     throw err;
   }
-  const fingerprint = mappingsFingerprint(dir);
-  if (fingerprint === undefined) throw new Error(`cannot read the mapping files in ${dir} again: changed while they were loaded?`);
+  if (fingerprint === undefined) throw new Error(`cannot read the mapping files in ${dir}: one changed while they were loaded?`);
   return { dir, defaults, eventTypes, fingerprint };
 }
 
