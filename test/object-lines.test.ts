@@ -239,6 +239,29 @@ describe('objectLines: broken input and early exit', () => {
     expect(got).toEqual(lines.slice(0, got.length).map((t, i) => line(i + 1, t)));
   });
 
+  it('a gzip object cut anywhere yields every whole line before the cut, then throws', async () => {
+    // The object's last chunk is often still queued in the gunzip when the source ends; its lines
+    // came out only when the gunzip was ended after it inflated that chunk. An in-memory source
+    // ends at once, so at most cuts the last chunk is still queued: every cut point is checked.
+    const lines = Array.from({ length: 120 }, (_, i) => `{"n":${i},"r":"${randomBytes(24).toString('hex')}"}`);
+    const gz = gzipSync(lines.join('\n') + '\n');
+    const short: string[] = [];
+    for (let cut = 12; cut < gz.length - 8; cut += 23) {
+      const piece = gz.subarray(0, cut);
+      const got: LineItem[] = [];
+      let error: unknown;
+      try {
+        for await (const batch of objectLines(chunks(piece, 64))) got.push(...batch);
+      } catch (err) {
+        error = err;
+      }
+      const whole = gunzipSync(piece, { finishFlush: zlibConstants.Z_SYNC_FLUSH }).toString('utf8').split('\n').length - 1;
+      if (!(error instanceof Error) || got.length !== whole) short.push(`cut ${cut}: ${got.length} of ${whole} lines, ${error ? 'threw' : 'no error'}`);
+      expect(got).toEqual(lines.slice(0, got.length).map((t, i) => line(i + 1, t)));
+    }
+    expect(short).toEqual([]);
+  });
+
   it('a source error surfaces through the iteration', async () => {
     async function* failing(): AsyncGenerator<Buffer> {
       yield Buffer.from('a\nb');

@@ -98,22 +98,37 @@ export async function* decompressed(source: AsyncIterable<Buffer | Uint8Array>):
  * destroyed (the reader stopped, or the data was bad) stops the feed and closes the source. A
  * compressed buffer is released once the gunzip has consumed it (its write callback), so it is
  * freed at once when the source registered it (buffer-release.ts).
+ *
+ * The gunzip is ended only once it has inflated every chunk written: Node's zlib inflates a chunk
+ * still queued when `end()` is called with Z_FINISH, and when that chunk ends a truncated object
+ * the call fails ("unexpected end of file") and what it inflated is dropped, the whole lines before
+ * the cut with it. Ended after the last write's callback, the Z_FINISH call has no input and fails
+ * having inflated nothing, so every line the object holds before its cut is yielded.
  */
 async function feed(gunzip: Gunzip, head: Buffer, rest: AsyncIterable<Buffer>): Promise<void> {
-  const write = async (chunk: Buffer): Promise<void> => {
-    const more = gunzip.write(chunk, (err) => {
-      if (!err) copiedOut(chunk);
-    });
-    if (more || gunzip.destroyed) return;
-    await new Promise<void>((resolve) => {
+  // chunks written and not inflated yet; `inflated` is called when none is left
+  let queued = 0;
+  let inflated: (() => void) | undefined;
+  const until = (event: 'drain' | 'inflated'): Promise<void> =>
+    new Promise<void>((resolve) => {
       const done = (): void => {
         gunzip.off('drain', done);
         gunzip.off('close', done);
+        inflated = undefined;
         resolve();
       };
-      gunzip.on('drain', done);
+      if (event === 'drain') gunzip.on('drain', done);
+      else inflated = done;
       gunzip.on('close', done);
     });
+  const write = async (chunk: Buffer): Promise<void> => {
+    queued++;
+    const more = gunzip.write(chunk, (err) => {
+      if (!err) copiedOut(chunk);
+      if (--queued === 0) inflated?.();
+    });
+    if (more || gunzip.destroyed) return;
+    await until('drain');
   };
   try {
     await write(head);
@@ -121,6 +136,7 @@ async function feed(gunzip: Gunzip, head: Buffer, rest: AsyncIterable<Buffer>): 
       if (gunzip.destroyed) return;
       await write(chunk);
     }
+    if (queued > 0 && !gunzip.destroyed) await until('inflated');
     if (!gunzip.destroyed) gunzip.end();
   } catch (err) {
     gunzip.destroy(err as Error);
