@@ -19,6 +19,7 @@ import { DirectLogsRequestWriter } from '../src/export/otlp-protobuf/direct-writ
 import { ReferenceTable } from '../src/mapping/reference-table.js';
 import { buildReferenceTable } from '../src/mapping/reference-table-builder.js';
 import type { MappedLogRecord } from '../src/mapping/log-record.js';
+import type { UserReference } from '../src/mapping/reference-data.js';
 import { decodeOtlpLogsBody, type ReceivedLogRecord } from './support/otlp-receiver.js';
 import { OBSERVED, scope } from './support/three-path-mapping.js';
 
@@ -29,11 +30,12 @@ const STRANGER = '585b0e4c-9999-4a5e-9f00-000000000009';
 const SITE = '9c1d2e3f-aaaa-4bbb-8ccc-000000000001';
 const SITE2 = '9c1d2e3f-bbbb-4bbb-8ccc-000000000002';
 
-const table = (): ReferenceTable =>
+const table = (more: UserReference[] = []): ReferenceTable =>
   new ReferenceTable(
     buildReferenceTable({
       loadedAtMs: 1_796_000_000_000,
       users: [
+        ...more,
         { id: ADA, name: 'ada', email: 'ada@example.com', fullName: 'Ada Lovelace', siteRoles: { [SITE]: 'Creator', [SITE2]: 'Viewer' } },
         { id: GRACE, name: 'grace', email: 'grace@example.com', fullName: 'Grace Hopper', siteRoles: { [SITE2]: 'Explorer' } },
         // no e-mail: the block holds what the user has
@@ -49,8 +51,8 @@ const table = (): ReferenceTable =>
 type Item = [eventType: string, record: Record<string, unknown>];
 
 /** The records mapped in order by one mapper into one writer (lines scanned in place), and by map() + the object encoder; both decoded. */
-function runOf(catalog: Catalog, items: Item[]): { direct: ReceivedLogRecord[]; objects: ReceivedLogRecord[]; raw: Buffer } {
-  const t = table();
+function runOf(catalog: Catalog, items: Item[], users: UserReference[] = []): { direct: ReceivedLogRecord[]; objects: ReceivedLogRecord[]; raw: Buffer } {
+  const t = table(users);
   const mapper = (): RecordMapper => {
     const m = new RecordMapper(catalog, { tenantId: 't1' });
     m.setReference({ status: 'loaded', table: t });
@@ -109,6 +111,23 @@ describe("the join's users on the fast path, one mapper over many records", () =
     expect(keyCount(raw, 'user.name')).toBe(7);
     expect(keyCount(raw, 'user.email')).toBe(6);
     expect(keyCount(raw, 'tableau.target.user.name')).toBe(3);
+  });
+
+  it('many users: each block is its own user\'s after hundreds of others were encoded (blocks share slabs; a long one has its own buffer)', () => {
+    // 700 users of ~100-byte blocks fill several of the writer's 16 KiB slabs; every 50th has
+    // names of 1-3 KiB (a block past 2 KiB is not put in a slab); each user acts three times,
+    // its block encoded the first time and copied after, in an order that mixes them
+    const luid = (i: number): string => `7a1b2c3d-${String(i).padStart(4, '0')}-4a5e-9f00-${String(i).padStart(12, '0')}`;
+    const users: UserReference[] = Array.from({ length: 700 }, (_, i) => {
+      const long = i % 50 === 7 ? 'é'.repeat(200 * ((i % 3) + 1)) : '';
+      return { id: luid(i), name: `user${i}${long}`, email: `user${i}@example.com`, fullName: `User ${i} ${long}Name`, siteRoles: { [SITE]: i % 2 ? 'Creator' : 'Viewer' } };
+    });
+    const order = [...users.keys(), ...users.keys(), ...users.keys()].map((i, k) => (i * 7 + k) % users.length);
+    const { direct, objects } = runOf(loadCatalog(), order.map((i): Item => ['hist_access_view', { actorUserLuid: luid(i) }]), users);
+    expect(direct).toEqual(objects);
+    expect(direct.map((r) => [r.attributes['user.name'], r.attributes['user.email'], r.attributes['user.full_name'], r.attributes['user.roles']])).toEqual(
+      order.map((i) => [users[i]!.name, users[i]!.email, users[i]!.fullName, [i % 2 ? 'Creator' : 'Viewer']]),
+    );
   });
 
   it("a record that has one of the names keeps its own, gets the others, and the next record by the same user gets the reference's again", () => {

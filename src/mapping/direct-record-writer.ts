@@ -8,8 +8,12 @@ export interface DirectRecordWriter {
   begin(resource: ResourceDescriptor, seconds: number, nanos: number, observedTimeUnixNano: bigint, severityNumber: number, severityText: string, eventName: string): void;
   has(name: string): boolean;
   attr(name: string, value: AttrValue): void;
-  /** Attributes constant per event type (or per user of the join), encoded once (valid while `slotSpace` is the same); undefined values are left out. */
-  constBlock(pairs: ReadonlyArray<readonly [string, AttrValue | undefined]>): { readonly space: object };
+  /**
+   * Attributes constant per event type (or per user of the join), encoded once (valid while
+   * `slotSpace` is the same); undefined values are left out. `perUser`: one of the many blocks the
+   * join makes and drops with its users (kept in a shared slab, not a buffer of its own).
+   */
+  constBlock(pairs: ReadonlyArray<readonly [string, AttrValue | undefined]>, perUser?: boolean): { readonly space: object };
   writeConstBlock(block: { readonly space: object }): void;
   /** writeConstBlock() unless one of the block's names is already set on the open record (then nothing, false). */
   writeConstBlockIfAbsent(block: { readonly space: object }): boolean;

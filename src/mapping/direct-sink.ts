@@ -110,7 +110,7 @@ export class DirectSink implements AttributeSink {
         [names.name, u.name],
         [names.email, u.email],
         [names.fullName, u.fullName],
-      ]);
+      ], true);
       u.encoded[names.kind] = block;
     }
     return out.writeConstBlockIfAbsent(block);
@@ -124,7 +124,7 @@ export class DirectSink implements AttributeSink {
     const out = this.out;
     let block = u.rolesEncoded[names.kind] as ReturnType<DirectRecordWriter['constBlock']> | undefined;
     if (block === undefined || block.space !== out.slotSpace) {
-      block = out.constBlock([[names.roles, roles as string[]]]);
+      block = out.constBlock([[names.roles, roles as string[]]], true);
       u.rolesEncoded[names.kind] = block;
     }
     out.writeConstBlockIfAbsent(block);
