@@ -109,16 +109,15 @@ async function feed(gunzip: Gunzip, head: Buffer, rest: AsyncIterable<Buffer>): 
   // chunks written and not inflated yet; `inflated` is called when none is left
   let queued = 0;
   let inflated: (() => void) | undefined;
-  const until = (event: 'drain' | 'inflated'): Promise<void> =>
+  /** Resolves when `arm`'s callback is called or the gunzip closes, whichever comes first. */
+  const untilOrClosed = (arm: (done: () => void) => void, disarm: (done: () => void) => void): Promise<void> =>
     new Promise<void>((resolve) => {
       const done = (): void => {
-        gunzip.off('drain', done);
+        disarm(done);
         gunzip.off('close', done);
-        inflated = undefined;
         resolve();
       };
-      if (event === 'drain') gunzip.on('drain', done);
-      else inflated = done;
+      arm(done);
       gunzip.on('close', done);
     });
   const write = async (chunk: Buffer): Promise<void> => {
@@ -128,7 +127,10 @@ async function feed(gunzip: Gunzip, head: Buffer, rest: AsyncIterable<Buffer>): 
       if (--queued === 0) inflated?.();
     });
     if (more || gunzip.destroyed) return;
-    await until('drain');
+    await untilOrClosed(
+      (done) => gunzip.on('drain', done),
+      (done) => gunzip.off('drain', done),
+    );
   };
   try {
     await write(head);
@@ -136,7 +138,12 @@ async function feed(gunzip: Gunzip, head: Buffer, rest: AsyncIterable<Buffer>): 
       if (gunzip.destroyed) return;
       await write(chunk);
     }
-    if (queued > 0 && !gunzip.destroyed) await until('inflated');
+    if (queued > 0 && !gunzip.destroyed) {
+      await untilOrClosed(
+        (done) => (inflated = done),
+        () => (inflated = undefined),
+      );
+    }
     if (!gunzip.destroyed) gunzip.end();
   } catch (err) {
     gunzip.destroy(err as Error);

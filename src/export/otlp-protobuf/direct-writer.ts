@@ -204,7 +204,9 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   /**
    * A copy of `buf`'s first `n` bytes in the slab of the join's user blocks. A block a buffer of
    * its own cost a backing store each (0.5 µs in V8, as much as the rest of a user's encoding);
-   * a slab is freed when the reader's cache has dropped every user whose block is in it.
+   * a slab is freed when the reader's cache has dropped every user whose block is in it. (Not
+   * Node's buffer pool: its slabs, 64 KiB on Node 24, are shared with short-lived buffers, which a
+   * cached user's block would keep alive with it.)
    */
   private inUserSlab(buf: Uint8Array, n: number): Uint8Array {
     if (this.userSlabPos + n > this.userSlab.byteLength) {
