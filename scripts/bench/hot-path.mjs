@@ -4,9 +4,9 @@
  * CHECKOUT] [--users FILE --sites FILE] [--reps N]`.
  *
  * Every object of the corpus (plain or `.gz`, as `npm run bench -- --keep` leaves it) cut into
- * tasks of 2 MB as the pipeline makes them, each written into one reused output buffer (as the
- * shared buffers are: without it every request lands in new memory, and the page faults weigh on
- * every byte written), mapped and encoded to OTLP protobuf by `ChunkProcessor.process`: the
+ * tasks of 2 MB as the pipeline makes them, their bytes in shared memory and each written into
+ * one reused output buffer in shared memory (as the daemon's shared buffers are: without reuse
+ * every request lands in new memory, and the page faults weigh on every byte written), mapped and encoded to OTLP protobuf by `ChunkProcessor.process`: the
  * CPU time of a pass (`process.cpuUsage`). With `--baseline`, another checkout's build
  * (`CHECKOUT/dist`, built) is loaded beside this one and their passes alternate; the paired
  * median of the differences is reported; with `--processes N` that comparison is made in N
@@ -98,7 +98,20 @@ const ndjson = (f) =>
     }
   });
 const reference = flags.users ? { users: ndjson(flags.users), sites: flags.sites ? ndjson(flags.sites) : [] } : undefined;
-const output = new Uint8Array(16 << 20).fill(1);
+// (in shared memory, as the daemon's output buffers are: see inSharedMemory)
+const output = new Uint8Array(new SharedArrayBuffer(16 << 20)).fill(1);
+
+/**
+ * A segment's bytes in a SharedArrayBuffer, as the daemon hands them to an encode worker (its
+ * shared buffers, pipeline/shared-buffers.ts): V8 and Node copy out of shared memory by other
+ * paths than out of a worker's own, so a pass over private copies would not measure the daemon's.
+ * @param {Uint8Array} seg
+ */
+function inSharedMemory(seg) {
+  const bytes = new Uint8Array(new SharedArrayBuffer(seg.length));
+  bytes.set(seg);
+  return bytes;
+}
 
 /** A build's pass over the corpus, ready to run. @param {string} checkout */
 async function passOf(checkout) {
@@ -132,7 +145,7 @@ async function passOf(checkout) {
       const seg = buf.subarray(at, end);
       let n = 0;
       for (const c of seg) if (c === 0x0a) n++;
-      task.segments.push({ keyInfo: parseObjectKey(key), uidPrefix: key, firstLine: line, bytes: new Uint8Array(seg) });
+      task.segments.push({ keyInfo: parseObjectKey(key), uidPrefix: key, firstLine: line, bytes: inSharedMemory(seg) });
       bytes += seg.length;
       line += n;
       at = end;
