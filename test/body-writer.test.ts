@@ -124,6 +124,30 @@ describe('a body written as bytes', () => {
     expect(b.buf.length).toBeLessThan(200_000);
   });
 
+  it('copies a long value from any kind of bytes a line may be in: a Buffer, a plain Uint8Array, shared memory, at any offset', () => {
+    const value = 'a value longer than the short copy: 0123456789abcdefghij ünï';
+    const encoded = Buffer.from(value);
+    const parts = parseTemplate('<{v}> and <{w}>');
+    for (const kind of ['Buffer', 'Uint8Array', 'SharedArrayBuffer'] as const) {
+      for (let offset = 0; offset < 8; offset++) {
+        const size = offset + encoded.length + 5;
+        const line = kind === 'Buffer' ? Buffer.alloc(size, 0x7a) : new Uint8Array(kind === 'Uint8Array' ? new ArrayBuffer(size) : new SharedArrayBuffer(size)).fill(0x7a);
+        line.set(encoded, offset);
+        const source: BodySource = {
+          resolve(name, _user, into) {
+            into.raw = line;
+            into.rawStart = name === 'v' ? offset : offset + 2;
+            into.rawEnd = offset + encoded.length;
+            return RAW_VALUE;
+          },
+        };
+        const b = new BodyBytes();
+        expect(b.render(parts, source)).toBe(true);
+        expect(b.buf.toString('utf8', 0, b.pos), `${kind} at ${offset}`).toBe(`<${value}> and <${value.slice(2)}>`);
+      }
+    }
+  });
+
   it('text() appends a string, its non-ASCII characters and lone surrogates as Buffer.write writes them', () => {
     const b = new BodyBytes();
     expect(b.render(parseTemplate('x'), sourceOf({}, true))).toBe(true);

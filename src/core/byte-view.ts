@@ -20,3 +20,14 @@ export const ALIGNMENT_SLACK = 7;
 export function alignedLike(at: number, dst: Uint8Array, src: Uint8Array): number {
   return at + ((src.byteOffset - dst.byteOffset - at) & 7);
 }
+
+const bufferCopy = Buffer.prototype.copy;
+
+/**
+ * `src[start, end)` copied to `dst` at `at`; returns the bytes copied. Buffer#copy, also for a
+ * plain Uint8Array: on Node 24 a native copy that makes no object, where `dst.set(src.subarray(…))`
+ * makes a Buffer for each copy (Node 20's copy still makes a view: no worse than `subarray`).
+ */
+export function copyBytes(src: Uint8Array, dst: Uint8Array, at: number, start: number, end: number): number {
+  return bufferCopy.call(src, dst, at, start, end);
+}

@@ -10,6 +10,7 @@
  * spaces than ASCII's), render() answers false and the caller renders the string instead.
  */
 import { NamedUser, show, type TemplatePart } from './body-template.js';
+import { copyBytes } from '../core/byte-view.js';
 
 /** What BodySource.resolve returns for a value that is bytes: `into.raw[rawStart, rawEnd)` (UTF-8). */
 export const RAW_VALUE = Symbol('raw body value');
@@ -129,10 +130,7 @@ export class BodyBytes {
     if (at === this.pos) this.room(n);
     const buf = this.buf;
     if (n <= 32) for (let i = start; i < end; i++) buf[at++] = src[i]!;
-    else {
-      buf.set(src.subarray(start, end), at);
-      at += n;
-    }
+    else at += copyBytes(src, buf, at, start, end);
     if (at > this.pos) this.pos = at;
   }
 

@@ -179,12 +179,15 @@ export function namesAUser(placeholder: string): boolean {
   return placeholder === 'user' || /^(user|owner|contact)(Luid|Id)$/i.test(placeholder) || /(User|Owner|Contact)(Luid|Id)$/.test(placeholder);
 }
 
-/** A body placeholder's value: the user's name when it is the LUID of a user the table knows. */
+/**
+ * A body placeholder's value: the user's name when it is the LUID of a user the table knows (one
+ * NamedUser per user and way of naming, kept with the user: not one per record).
+ */
 export function nameInBody(table: ReferenceTable, naming: BodyNaming, value: unknown): unknown {
   if (typeof value !== 'string' || value.length < 8 || value.length > 64 || !(naming.fullName || naming.name)) return value;
   const u = table.user(value);
   if (!u) return value;
-  if (naming.fullName && u.fullName !== undefined) return new NamedUser(u.fullName);
-  if (naming.name && u.name !== undefined) return new NamedUser(u.name);
+  if (naming.fullName && u.fullName !== undefined) return (u.named[0] ??= new NamedUser(u.fullName));
+  if (naming.name && u.name !== undefined) return (u.named[1] ??= new NamedUser(u.name));
   return value;
 }

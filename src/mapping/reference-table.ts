@@ -69,6 +69,8 @@ export interface FoundUser {
   readonly encoded: Array<object | undefined>;
   /** The same for the user's roles on the site of the last rolesOn() (emptied when that site changes). */
   readonly rolesEncoded: Array<object | undefined>;
+  /** How a body names this user, by full name (0) or by name (1), made once (enrichment.ts's nameInBody). */
+  readonly named: Array<object | undefined>;
 }
 
 export interface FoundSite {
@@ -157,6 +159,7 @@ export interface ReferenceTableSize {
 class TableUser implements FoundUser {
   readonly encoded: Array<object | undefined> = [undefined, undefined, undefined];
   readonly rolesEncoded: Array<object | undefined> = [undefined, undefined, undefined];
+  readonly named: Array<object | undefined> = [undefined, undefined];
   /** The site of the last rolesOn, and its answer (a user's records are mostly on one site). */
   private lastSite: string | undefined;
   private lastRoles: readonly [string] | undefined;

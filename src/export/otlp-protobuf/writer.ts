@@ -13,6 +13,7 @@
  *   ArrayValue{1 values}  KeyValueList{1 values}
  */
 import { toUnixNanos } from '../../mapping/event-time.js';
+import { copyBytes } from '../../core/byte-view.js';
 
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
@@ -349,11 +350,14 @@ export class ProtoWriter {
     this.pos += n;
   }
 
-  /** Bytes written by another writer, as they are. */
+  /**
+   * Bytes written by another writer, as they are. Copied by Buffer#copy, not `set` of a
+   * `subarray`: that makes a Buffer object each time (once per record for a body), where Node 24's
+   * copy makes none.
+   */
   raw(bytes: Uint8Array, length: number): void {
     if (this.pos + length > this.buf.length) this.grow(length);
-    this.buf.set(bytes.subarray(0, length), this.pos);
-    this.pos += length;
+    this.pos += copyBytes(bytes, this.buf, this.pos, 0, length);
   }
 
   /** Starts a nested message: reserves one length byte; returns where its content starts. */
