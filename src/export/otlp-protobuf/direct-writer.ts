@@ -222,13 +222,17 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   private userSlab = new ArrayBuffer(0);
   private userSlabPos = 0;
 
+  // (indexed loops: where V8 inlines less, as Node 20's does into mapInto, a for…of made an
+  // iterator and a result object per name and record)
   writeConstBlock(block: ConstBlock): void {
-    for (const slot of block.slots) slot.seen = this.generation;
+    const slots = block.slots;
+    for (let i = 0; i < slots.length; i++) slots[i]!.seen = this.generation;
     this.w!.bytes(block.bytes);
   }
 
   writeConstBlockIfAbsent(block: ConstBlock): boolean {
-    for (const slot of block.slots) if (slot.seen === this.generation) return false;
+    const slots = block.slots;
+    for (let i = 0; i < slots.length; i++) if (slots[i]!.seen === this.generation) return false;
     this.writeConstBlock(block);
     return true;
   }

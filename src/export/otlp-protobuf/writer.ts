@@ -242,7 +242,7 @@ export class ProtoWriter {
         for (; i + 4 <= end; i += 4, p += 4) to.setInt32(p, from.getInt32(i, true), true);
       }
       for (; i < end; i++) buf[p++] = src[i]!;
-    } else p += src.copy(buf, p, start, end);
+    } else p += copyBytes(src, buf, p, start, end);
     this.pos = p;
   }
 
@@ -263,7 +263,7 @@ export class ProtoWriter {
     this.varint(itemLen);
     buf[this.pos++] = T_AV_STRING;
     this.varint(len);
-    this.pos += src.copy(buf, this.pos, start, end);
+    this.pos += copyBytes(src, buf, this.pos, start, end);
   }
 
   /** DataViews of the output buffer and of the last source of stringAttribute's values (made when either changes). */
@@ -351,9 +351,8 @@ export class ProtoWriter {
   }
 
   /**
-   * Bytes written by another writer, as they are. Copied by Buffer#copy, not `set` of a
-   * `subarray`: that makes a Buffer object each time (once per record for a body), where Node 24's
-   * copy makes none.
+   * Bytes written by another writer, as they are. Not `set` of a `subarray`: that makes a Buffer
+   * object each time (once per record for a body); copyBytes makes none.
    */
   raw(bytes: Uint8Array, length: number): void {
     if (this.pos + length > this.buf.length) this.grow(length);
