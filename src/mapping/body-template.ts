@@ -39,7 +39,17 @@ export function parseTemplate(template: string, namesAUser: (placeholder: string
     if (text) current.push({ kind: 'text', text, bytes: Buffer.from(text) });
     text = '';
   };
+  // from one bracket to the next (a text's characters are taken as one slice, not one by one: a
+  // loop over every character of the 270 types' templates got hot enough for TurboFan to compile
+  // it at every start, 62 ms of CPU for a function that runs a few hundred times)
+  const special = /[{}[\]]/g;
   for (let i = 0; i < template.length; i++) {
+    special.lastIndex = i;
+    const found = special.exec(template);
+    const at = found === null ? template.length : found.index;
+    if (at > i) text += template.slice(i, at);
+    if (found === null) break;
+    i = at;
     const c = template[i]!;
     if (c === '{') {
       const end = template.indexOf('}', i);
@@ -60,10 +70,8 @@ export function parseTemplate(template: string, namesAUser: (placeholder: string
       top.push({ kind: 'optional', parts: optional });
       optional = null;
       current = top;
-    } else if (c === '}') {
-      throw new TemplateError(`'}' without '{' at column ${i + 1}`);
     } else {
-      text += c;
+      throw new TemplateError(`'}' without '{' at column ${i + 1}`);
     }
   }
   if (optional) throw new TemplateError("unclosed '['");
@@ -73,14 +81,19 @@ export function parseTemplate(template: string, namesAUser: (placeholder: string
 
 /** Every attribute name a template refers to. */
 export function templateFields(template: string): string[] {
+  return partsFields(parseTemplate(template));
+}
+
+/** templateFields() of a template already parsed. */
+export function partsFields(parts: readonly Part[]): string[] {
   const out: string[] = [];
-  const walk = (parts: Part[]): void => {
+  const walk = (parts: readonly Part[]): void => {
     for (const p of parts) {
       if (p.kind === 'field') out.push(...p.names);
       else if (p.kind === 'optional') walk(p.parts);
     }
   };
-  walk(parseTemplate(template));
+  walk(parts);
   return out;
 }
 

@@ -16,7 +16,7 @@ import type { ObjectKeyInfo } from '../decoding/object-key.js';
 import type { WrapperFields } from '../decoding/wrapped-line.js';
 import { FieldName, FlatJsonLine, KIND_STRING, type RecordFields } from '../decoding/flat-json-line.js';
 import { eventTimeParts, fitsUnixNanos, parseEventTimeBytes, parseEventTimeParts, toUnixNanos } from './event-time.js';
-import { NamedUser, parseTemplate, templateFields, templateRenderer, type ValueLookup } from './body-template.js';
+import { NamedUser, parseTemplate, partsFields, templateRenderer, type ValueLookup } from './body-template.js';
 import { BodyBytes, type BodySource } from './body-writer.js';
 import { TenantOverrides } from './tenant-overrides.js';
 import { jsonText } from '../core/json-text.js';
@@ -516,8 +516,9 @@ export class RecordMapper {
   /** bodyWanted()'s map, made at a type's first record of the family (apart: what runs once per type does not deoptimize what runs per record). */
   private makeBodyWanted(plan: TypePlan, family: Family): Map<string, string> {
     const w = new Map<string, string>();
-    const fields = plan.entry?.body ? templateFields(plan.entry.body) : [...DEFAULT_BODY_FIELDS];
-    if (plan.entry?.bodyOnFailure) fields.push(...templateFields(plan.entry.bodyOnFailure));
+    // (the plan's parsed templates: a template parsed again for every type and family made the parser hot enough for TurboFan)
+    const fields = plan.bodyParts ? partsFields(plan.bodyParts) : [...DEFAULT_BODY_FIELDS];
+    if (plan.bodyOnFailureParts) fields.push(...partsFields(plan.bodyOnFailureParts));
     for (const n of fields) {
       if (n === 'eventType' || n === 'eventTime' || n === ERROR_TYPE_PLACEHOLDER) continue;
       if (n === 'requestUri') {
