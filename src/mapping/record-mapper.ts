@@ -107,6 +107,42 @@ interface FailureRule {
   severity: Severity;
 }
 
+/** Whether a failure rule's field, present with the value `v` (not null), marks the record failed. */
+function failureRuleHit(rule: FailureRule, v: unknown): boolean {
+  return rule.present ? v !== '' : rule.lower !== undefined ? typeof v === 'string' && rule.lower.has(v.toLowerCase()) : v === rule.equals;
+}
+
+/** The higher of two severities. */
+function higherSeverity(a: Severity, b: Severity): Severity {
+  return SEVERITY_RANK[b] > SEVERITY_RANK[a] ? b : a;
+}
+
+/** `v` when it is a string of at least one character. */
+function nonEmptyString(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/**
+ * Runs the per-record checks above over values of every kind when a mapper is made, so that the
+ * branches they take only for some records have type feedback before mapInto is optimized. Without
+ * it, the first record with a failure field set, with an event type field, or failed with a
+ * severity not seen yet came after mapInto was compiled and threw the compiled code away (an optimizing compile of some 15 ms each time: V8
+ * names the branch "insufficient type feedback"). Feedback is kept only once a function has run a
+ * few times, hence the rounds.
+ */
+function primeRecordChecks(rules: readonly FailureRule[]): void {
+  const values: unknown[] = ['', 'x', 'Failure', 0, 1, true, false];
+  const severities: Severity[] = ['INFO', 'WARN', 'ERROR'];
+  for (let round = 0; round < 16; round++) {
+    for (const v of values) {
+      nonEmptyString(v);
+      for (const rule of rules) failureRuleHit(rule, v);
+    }
+    nonEmptyString(undefined);
+    for (const a of severities) for (const b of severities) higherSeverity(a, b);
+  }
+}
+
 /** What a tenant's config puts on the resource of its records (`resource:` of a tenant). */
 export interface TenantResourceSettings {
   /** `service.name` instead of the family's default (tableau-cloud, tableau-cloud-manager); a source's own wins over it. */
@@ -196,6 +232,7 @@ export class RecordMapper {
     }));
     this.errorTypeFields = d.severity.errorTypeFields;
     this.bodyNaming = bodyNamingOf((name) => this.overrides.alters(name));
+    primeRecordChecks(this.failureFields);
   }
 
   /**
@@ -567,8 +604,7 @@ export class RecordMapper {
         }
       }
     }
-    const typeField = rec.field(F_EVENT_TYPE);
-    const recordType = typeof typeField === 'string' && typeField !== '' ? typeField : undefined;
+    const recordType = nonEmptyString(rec.field(F_EVENT_TYPE));
     const eventType = ctx.keyInfo.eventType ?? recordType ?? UNKNOWN_EVENT_TYPE;
     const plan = this.plan(eventType);
     if (!plan.keep) return { ok: false, reason: `event type ${eventType} dropped by the tenant's overrides`, dropped: true };
@@ -587,15 +623,13 @@ export class RecordMapper {
     const failedOutcome = typeof outcome === 'string' ? this.outcomeSeverity.get(outcome) : undefined;
     if (failedOutcome) {
       failed = true;
-      if (SEVERITY_RANK[failedOutcome] > SEVERITY_RANK[severity]) severity = failedOutcome;
+      severity = higherSeverity(severity, failedOutcome);
     }
     for (const rule of this.failureFields) {
       const v = rec.field(rule.handle);
-      if (v === undefined || v === null) continue;
-      const hit = rule.present ? v !== '' : rule.lower !== undefined ? typeof v === 'string' && rule.lower.has(v.toLowerCase()) : v === rule.equals;
-      if (!hit) continue;
+      if (v === undefined || v === null || !failureRuleHit(rule, v)) continue;
       failed = true;
-      if (SEVERITY_RANK[rule.severity] > SEVERITY_RANK[severity]) severity = rule.severity;
+      severity = higherSeverity(severity, rule.severity);
     }
     const errorType = failed ? (failedOutcome ? (outcome as string) : this.errorCodeOf(rec)) : undefined;
     if (plan.severity) severity = plan.severity;
