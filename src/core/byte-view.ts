@@ -34,17 +34,27 @@ export const NATIVE_BUFFER_COPY = Number(process.versions.node.split('.')[0]) >=
 /** Copies up to this many bytes go four bytes a step in JavaScript where Buffer#copy is not native. */
 const WORD_COPY_MAX = 512;
 
-/** DataViews of the last two sources and targets (a line and a body's buffer, the request's): made when a new one comes. */
-const views = { from: [undefined, undefined] as Array<Uint8Array | undefined>, fromViews: [] as DataView[], to: [undefined, undefined] as Array<Uint8Array | undefined>, toViews: [] as DataView[], fromNext: 0, toNext: 0 };
+/**
+ * DataViews of the last two buffers seen (sources: a line and a body's buffer; targets: the
+ * request's and the body's): a view is made only when a third buffer comes.
+ */
+class LastTwoViews {
+  private readonly bytes: Array<Uint8Array | undefined> = [undefined, undefined];
+  private readonly views: DataView[] = [];
+  private next = 0;
 
-function viewOf(bytes: Uint8Array, of: Array<Uint8Array | undefined>, made: DataView[], slot: 'fromNext' | 'toNext'): DataView {
-  if (of[0] === bytes) return made[0]!;
-  if (of[1] === bytes) return made[1]!;
-  const k = views[slot];
-  views[slot] = 1 - k;
-  of[k] = bytes;
-  return (made[k] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  of(bytes: Uint8Array): DataView {
+    if (this.bytes[0] === bytes) return this.views[0]!;
+    if (this.bytes[1] === bytes) return this.views[1]!;
+    const k = this.next;
+    this.next = 1 - k;
+    this.bytes[k] = bytes;
+    return (this.views[k] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
 }
+
+const sourceViews = new LastTwoViews();
+const targetViews = new LastTwoViews();
 
 /**
  * `src[start, end)` copied to `dst` at `at` (room there is the caller's to make); returns the
@@ -63,8 +73,8 @@ export function copyByWords(src: Uint8Array, dst: Uint8Array, at: number, start:
   const n = end - start;
   let i = start;
   if (n >= 8) {
-    const from = viewOf(src, views.from, views.fromViews, 'fromNext');
-    const to = viewOf(dst, views.to, views.toViews, 'toNext');
+    const from = sourceViews.of(src);
+    const to = targetViews.of(dst);
     for (; i + 4 <= end; i += 4, at += 4) to.setInt32(at, from.getInt32(i, true), true);
   }
   for (; i < end; i++) dst[at++] = src[i]!;

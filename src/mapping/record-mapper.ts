@@ -124,11 +124,11 @@ function nonEmptyString(v: unknown): string | undefined {
 
 /**
  * Runs the per-record checks above over values of every kind when a mapper is made, so that the
- * branches they take only for some records have type feedback before mapInto is optimized. Without
- * it, the first record with a failure field set, with an event type field, or failed with a
- * severity not seen yet came after mapInto was compiled and threw the compiled code away (an optimizing compile of some 15 ms each time: V8
- * names the branch "insufficient type feedback"). Feedback is kept only once a function has run a
- * few times, hence the rounds.
+ * branches they take only for some records have type feedback before mapInto is optimized.
+ * Without it, the first record with a failure field set, with an event type field, or failed with
+ * a severity not seen yet came after mapInto was compiled and threw the compiled code away (an
+ * optimizing compile of some 15 ms each time: V8 names the branch "insufficient type feedback").
+ * Feedback is kept only once a function has run a few times, hence the rounds.
  */
 function primeRecordChecks(rules: readonly FailureRule[]): void {
   const values: unknown[] = ['', 'x', 'Failure', 0, 1, true, false];
@@ -553,7 +553,8 @@ export class RecordMapper {
   /** bodyWanted()'s map, made at a type's first record of the family (apart: what runs once per type does not deoptimize what runs per record). */
   private makeBodyWanted(plan: TypePlan, family: Family): Map<string, string> {
     const w = new Map<string, string>();
-    // (the plan's parsed templates: a template parsed again for every type and family made the parser hot enough for TurboFan)
+    // (the plan's parsed templates: a template parsed again for every type and family made the
+    // parser hot enough for TurboFan)
     const fields = plan.bodyParts ? partsFields(plan.bodyParts) : [...DEFAULT_BODY_FIELDS];
     if (plan.bodyOnFailureParts) fields.push(...partsFields(plan.bodyOnFailureParts));
     for (const n of fields) {
