@@ -21,6 +21,17 @@ export const KIND_FALSE = 4;
 export const KIND_NULL = 5;
 /** A string value with bytes ≥ 0x80 (valid UTF-8, checked while scanning). */
 export const KIND_STRING_UTF8 = 6;
+/** The string kinds as bits (bit k set for kind k). */
+const STRING_KINDS = (1 << KIND_STRING) | (1 << KIND_STRING_UTF8);
+
+/**
+ * Whether a field's kind is a string's (either kind). One test of a bit rather than two
+ * comparisons: the second comparison would have no type feedback until the first non-ASCII
+ * string, and such a string met after the caller was optimized threw the optimized code away.
+ */
+export function isStringKind(kind: number): boolean {
+  return ((STRING_KINDS >>> kind) & 1) !== 0;
+}
 
 /** Field names are interned up to this many distinct names; a line with a new name past it falls back. */
 const MAX_NAMES = 20_000;
@@ -339,8 +350,7 @@ export class FlatJsonLine implements RecordFields {
   }
 
   isString(i: number): boolean {
-    const k = this.kinds[i];
-    return k === KIND_STRING || k === KIND_STRING_UTF8;
+    return isStringKind(this.kinds[i]!);
   }
 
   /** Whether fields i and j are strings of the same text (their bytes compared: no string made). */

@@ -36,6 +36,8 @@ export interface TypePlan {
   constBlock: { readonly space: object } | undefined;
   /** The type's target (its fields, each possibly absent), one shape for every type: see TargetFields. */
   target: TargetFields | undefined;
+  /** The target is a user (target.type "user": the join names it); a boolean made once, not a string compared per record. */
+  targetIsUser: boolean;
   /** The type has an OCSF class (then every record gets a status_id). */
   ocsf: boolean;
   /** The type's activity_id comes from a field of the record (then it and type_uid are not constants). */
@@ -79,12 +81,20 @@ export interface TargetFields {
  * what it found with what it was found for (the writer's slot space, the body's wanted names).
  */
 export interface NameRef extends SlotRef {
-  wantedOf: ReadonlyMap<string, string> | undefined;
+  /** The body's wanted names `wanted` was found for (NOT_FOUND_YET before the first). */
+  wantedOf: ReadonlyMap<string, string>;
   wanted: boolean;
 }
 
+/**
+ * A NameRef's `wantedOf` before anything was found: an object like every later value (an
+ * `undefined` there, met by a sink optimized while every NameRef it saw had one, threw the
+ * optimized code away).
+ */
+const NOT_FOUND_YET: ReadonlyMap<string, string> = new Map();
+
 export function nameRef(name: string): NameRef {
-  return { name, slot: undefined, slotSpace: undefined, wantedOf: undefined, wanted: false };
+  return { name, slot: undefined, slotSpace: undefined, wantedOf: NOT_FOUND_YET, wanted: false };
 }
 
 /**
@@ -110,13 +120,24 @@ export function ofFamily<T>(pair: Readonly<FamilyPair<T>>, family: Family): T {
 
 export const ROUTE_GENERIC = 0;
 export const ROUTE_SEMCONV = 1;
-export const ROUTE_REQUEST_URI = 2;
-export const ROUTE_URL_FULL = 3;
-export const ROUTE_SKIP = 4;
+export const ROUTE_SKIP = 2;
+/**
+ * A generic route whose value a record may already carry elsewhere: `siteLuid` (lifted to the
+ * resource) and `eventType` (tableau.event_type); not written again when it is the same.
+ */
+export const ROUTE_SITE_LUID_FIELD = 3;
+export const ROUTE_EVENT_TYPE_FIELD = 4;
+// the routes from here on take a field's first string value (a later one keeps its generic name)
+export const ROUTE_REQUEST_URI = 5;
+export const ROUTE_URL_FULL = 6;
 /** `http.request.method`, normalised (known methods upper-cased, else `_OTHER` and `http.request.method_original`). */
-export const ROUTE_HTTP_METHOD = 5;
+export const ROUTE_HTTP_METHOD = 7;
 /** `http.request.header.<name>`: a string value becomes a one-item string array (the conventions' type). */
-export const ROUTE_HTTP_HEADER = 6;
+export const ROUTE_HTTP_HEADER = 8;
+/** mapInto's own: a string route's field that is not a string, or whose name the record already has (its generic name then). */
+export const ROUTE_NAME_TAKEN = 9;
+/** The first of the routes above that take a field's first string value. */
+export const FIRST_STRING_ROUTE = ROUTE_REQUEST_URI;
 
 /** An attribute name with the direct writer's handle on it, and the writer's slot space it belongs to (found once per space). */
 export interface SlotRef {

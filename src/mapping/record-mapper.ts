@@ -42,7 +42,7 @@ import {
 import type { DirectMapped, DirectRecordWriter } from './direct-record-writer.js';
 import { DirectSink } from './direct-sink.js';
 import { ObjectFields, objectFields } from './object-fields.js';
-import { ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SKIP, ROUTE_URL_FULL, familyIndex, familyPair, nameRef, ofFamily, type FamilyPair, type NameRef, type SlotRef, type AttributeSink, type Route, type TargetFields, type Severity, type TypePlan } from './mapping-plan.js';
+import { FIRST_STRING_ROUTE, ROUTE_EVENT_TYPE_FIELD, ROUTE_GENERIC, ROUTE_HTTP_HEADER, ROUTE_HTTP_METHOD, ROUTE_NAME_TAKEN, ROUTE_REQUEST_URI, ROUTE_SEMCONV, ROUTE_SITE_LUID_FIELD, ROUTE_SKIP, ROUTE_URL_FULL, familyIndex, familyPair, nameRef, ofFamily, type FamilyPair, type NameRef, type SlotRef, type AttributeSink, type Route, type TargetFields, type Severity, type TypePlan } from './mapping-plan.js';
 import { DEFAULT_MAX_ATTRIBUTES_PER_RECORD, MAX_VALUE_DEPTH, nestedDeeperThan, tooManyFields } from './record-limits.js';
 import { OCSF_VERSION, activityOf, compileActivityRule, statusIdOf, typeUid } from './ocsf.js';
 import { ATTR_EVENT_SUB_TYPE, ATTR_IMPERSONATED, ATTR_OCSF_STATUS_ID, ATTR_OCSF_TYPE_UID, ATTR_OCSF_VERSION } from './attribute-names.js';
@@ -307,6 +307,7 @@ export class RecordMapper {
       constants: [[ATTR_EVENT_TYPE, eventType], ...derived],
       constBlock: undefined,
       target: targetFields(entry?.target),
+      targetIsUser: entry?.target?.type === 'user',
       ocsf: entry?.ocsf !== undefined,
       ocsfActivity: entry?.ocsf ? compileActivityRule(entry.ocsf) : undefined,
       severity: this.overrides.severityFor(eventType),
@@ -336,7 +337,11 @@ export class RecordMapper {
     } else if (k === 'initiatingUrl') {
       r.kind = ROUTE_URL_FULL;
       r.name = ATTR_URL_FULL;
-    } else r.name = this.genericNameOf(plan, k);
+    } else {
+      r.name = this.genericNameOf(plan, k);
+      if (k === 'siteLuid') r.kind = ROUTE_SITE_LUID_FIELD;
+      else if (k === 'eventType') r.kind = ROUTE_EVENT_TYPE_FIELD;
+    }
     const routes = ofFamily(plan.routes, family);
     if (routes.size < 2_000) routes.set(k, r);
     return r;
@@ -675,7 +680,19 @@ export class RecordMapper {
         r = known;
       } else r = routes.get(k) ?? this.route(plan, family, k);
       if (r.unknown) this.drifted(this.drift.unknownAttributes, 'attribute', `${eventType}.${k}`);
-      switch (r.kind) {
+      // The checks and calls that several routes make are made at one place for all of them
+      // (here and in the cases they fall into), so that a route first met after mapInto was
+      // optimized finds them with type feedback (V8 otherwise throws the compiled code away:
+      // "insufficient type feedback"). A field of a string route (url.full, the HTTP method and
+      // headers, requestUri) that is not a string, or whose name this record already has, keeps
+      // its generic name; url.full and a known method are written as they are, as a semantic
+      // convention's field is.
+      let kind = r.kind;
+      if (kind >= FIRST_STRING_ROUTE) {
+        if (!rec.isString(i) || hasRoute(sink, r)) kind = ROUTE_NAME_TAKEN;
+        else if (kind === ROUTE_URL_FULL) kind = ROUTE_SEMCONV;
+      }
+      switch (kind) {
         case ROUTE_SKIP:
           continue; // eventTime: the record's timestamp
         case ROUTE_SEMCONV:
@@ -687,55 +704,47 @@ export class RecordMapper {
             continue;
           }
           break;
-        case ROUTE_REQUEST_URI:
-          if (rec.isString(i) && !hasRoute(sink, r)) {
-            if (sink.setRequestUri?.(rec, i)) continue;
-            const v = rec.value(i) as string;
-            const q = v.indexOf('?');
-            sink.set(ATTR_URL_PATH, q === -1 ? v : v.slice(0, q));
-            sink.from?.(ATTR_URL_PATH, k);
-            if (q !== -1) {
-              sink.set(ATTR_URL_QUERY, v.slice(q + 1));
-              sink.from?.(ATTR_URL_QUERY, k);
-            }
-            continue;
+        case ROUTE_REQUEST_URI: {
+          if (sink.setRequestUri?.(rec, i)) continue;
+          const v = rec.value(i) as string;
+          const q = v.indexOf('?');
+          sink.set(ATTR_URL_PATH, q === -1 ? v : v.slice(0, q));
+          sink.from?.(ATTR_URL_PATH, k);
+          if (q !== -1) {
+            sink.set(ATTR_URL_QUERY, v.slice(q + 1));
+            sink.from?.(ATTR_URL_QUERY, k);
           }
-          break;
-        case ROUTE_URL_FULL:
-          if (rec.isString(i) && !hasRoute(sink, r)) {
-            sink.setField(ATTR_URL_FULL, rec, i);
-            continue;
-          }
-          break;
+          continue;
+        }
         case ROUTE_HTTP_HEADER:
-          if (rec.isString(i) && !hasRoute(sink, r)) {
-            if (sink.setRoutedAsList?.(r, rec, i)) continue;
-            sink.set(r.name, [rec.value(i) as string]);
-            sink.from?.(r.name, k);
+          if (sink.setRoutedAsList?.(r, rec, i)) continue;
+          sink.set(r.name, [rec.value(i) as string]);
+          sink.from?.(r.name, k);
+          continue;
+        case ROUTE_HTTP_METHOD: {
+          const v = rec.value(i) as string;
+          // (the known methods are upper case: one of them as sent is canonical)
+          if (KNOWN_HTTP_METHODS.has(v)) {
+            if (!sink.setRouted?.(r, rec, i)) sink.setField(ATTR_HTTP_REQUEST_METHOD, rec, i);
             continue;
           }
-          break;
-        case ROUTE_HTTP_METHOD:
-          if (rec.isString(i) && !hasRoute(sink, r)) {
-            const v = rec.value(i) as string;
-            // (the known methods are upper case: one of them as sent is canonical)
-            if (KNOWN_HTTP_METHODS.has(v)) {
-              if (!sink.setRouted?.(r, rec, i)) sink.setField(ATTR_HTTP_REQUEST_METHOD, rec, i);
-              continue;
-            }
-            const upper = v.toUpperCase();
-            // semantic conventions: a canonical known method, else _OTHER; the value as sent in method_original
-            sink.set(ATTR_HTTP_REQUEST_METHOD, KNOWN_HTTP_METHODS.has(upper) ? upper : HTTP_METHOD_OTHER);
-            sink.from?.(ATTR_HTTP_REQUEST_METHOD, k);
-            if (!sink.has(ATTR_HTTP_REQUEST_METHOD_ORIGINAL)) {
-              sink.setField(ATTR_HTTP_REQUEST_METHOD_ORIGINAL, rec, i);
-            }
-            continue;
+          const upper = v.toUpperCase();
+          // semantic conventions: a canonical known method, else _OTHER; the value as sent in method_original
+          sink.set(ATTR_HTTP_REQUEST_METHOD, KNOWN_HTTP_METHODS.has(upper) ? upper : HTTP_METHOD_OTHER);
+          sink.from?.(ATTR_HTTP_REQUEST_METHOD, k);
+          if (!sink.has(ATTR_HTTP_REQUEST_METHOD_ORIGINAL)) {
+            sink.setField(ATTR_HTTP_REQUEST_METHOD_ORIGINAL, rec, i);
           }
+          continue;
+        }
+        case ROUTE_NAME_TAKEN:
           break;
+        case ROUTE_SITE_LUID_FIELD:
+        case ROUTE_EVENT_TYPE_FIELD:
+          // a site lifted to the resource, or the type tableau.event_type already says
+          if (rec.value(i) === (kind === ROUTE_SITE_LUID_FIELD ? liftedSite : eventType)) continue;
+        // falls through
         default:
-          if (k === 'siteLuid' && rec.value(i) === liftedSite) continue; // lifted to the resource
-          if (k === 'eventType' && rec.value(i) === eventType) continue; // same as tableau.event_type
           if (sink.setRouted) {
             if (!sink.setRouted(r, rec, i)) sink.setField(RAW_ATTRIBUTE_PREFIX + k, rec, i);
           } else sink.setField(sink.has(r.name) ? RAW_ATTRIBUTE_PREFIX + k : r.name, rec, i);
@@ -770,7 +779,7 @@ export class RecordMapper {
       sink,
       read(ATTR_USER_ID),
       read(ATTR_TARGET_USER_ID),
-      head.plan.target?.type === 'user',
+      head.plan.targetIsUser,
       // (the initiating user is named apart only under impersonation, which setIdentity marks)
       head.family === 'site' && hasRoute(sink, IMPERSONATED) ? head.rec.field(F_INITIATING_USER_LUID) : undefined,
       siteLuid,

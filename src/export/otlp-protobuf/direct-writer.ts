@@ -4,7 +4,7 @@
  */
 import type { AttrValue, InstrumentationScopeInfo, ResourceDescriptor } from '../../mapping/log-record.js';
 import type { DirectRecordWriter } from '../../mapping/direct-record-writer.js';
-import { FlatJsonLine, KIND_STRING, KIND_STRING_UTF8, type RecordFields } from '../../decoding/flat-json-line.js';
+import { FlatJsonLine, isStringKind, type RecordFields } from '../../decoding/flat-json-line.js';
 import { keyFieldOf, T_SL_LOG_RECORDS, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_AV_STRING, ProtoWriter, varintSize } from './writer.js';
 import { logRecordAttribute, beginResourceLogs, endResourceLogsInPlace, LONG_LENGTH_BYTES } from './object-encoder.js';
 
@@ -271,8 +271,7 @@ export class DirectLogsRequestWriter implements DirectRecordWriter {
   /** field() by slot: a scanned line's string value is copied from its bytes. */
   fieldAt(slot: NameSlot, fields: RecordFields, i: number): void {
     if (fields instanceof FlatJsonLine) {
-      const kind = fields.kinds[i];
-      if (kind === KIND_STRING || kind === KIND_STRING_UTF8) {
+      if (isStringKind(fields.kinds[i]!)) {
         slot.seen = this.generation;
         this.w!.stringAttribute(T_LR_ATTRIBUTES, slot.key, fields.buf, fields.starts[i]!, fields.ends[i]!);
         return;
