@@ -20,6 +20,8 @@ const WIRE_FIXED64 = 1;
 const WIRE_LEN = 2;
 
 const tag = (field: number, wire: number): number => (field << 3) | wire;
+/** An empty buffer: what ProtoWriter's kept source view is of before the first source. */
+const NO_BYTES = Buffer.alloc(0);
 /** The encoded `KeyValue.key` field (tag, length, UTF-8 bytes) of an attribute name. */
 export function keyFieldOf(name: string): Uint8Array {
   const bytes = Buffer.from(name);
@@ -70,13 +72,25 @@ export const T_LIST_VALUES = tag(1, WIRE_LEN);
 
 /** A reusable protobuf writer over one growing Buffer. */
 export class ProtoWriter {
+  /** Where the writes go (set only through setBuffer: the view below follows it). */
   buf: Buffer;
   pos = 0;
+  /**
+   * A DataView of `buf` (stringAttribute's copies of short values, four bytes a step), made
+   * whenever `buf` changes: a write needs no test of whether it is still the right one.
+   */
+  private view: DataView<ArrayBufferLike>;
   /** Encoded `KeyValue.key` fields (tag, length, bytes) of attribute names seen before. */
   private readonly keys = new Map<string, Uint8Array>();
 
   constructor(initialSize = 1 << 16) {
     this.buf = Buffer.allocUnsafeSlow(initialSize);
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+  }
+
+  private setBuffer(buf: Buffer): void {
+    this.buf = buf;
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   }
 
   reset(): void {
@@ -85,7 +99,7 @@ export class ProtoWriter {
 
   /** From now on writes into `target` (someone else's buffer, the bytes before `pos` taken as written); past its end, into a buffer of its own. */
   over(target: Uint8Array, pos: number): void {
-    this.buf = Buffer.isBuffer(target) ? target : Buffer.from(target.buffer, target.byteOffset, target.byteLength);
+    this.setBuffer(Buffer.isBuffer(target) ? target : Buffer.from(target.buffer, target.byteOffset, target.byteLength));
     this.pos = pos;
   }
 
@@ -94,7 +108,7 @@ export class ProtoWriter {
     while (size < this.pos + n) size *= 2;
     const next = Buffer.allocUnsafeSlow(size);
     next.set(this.buf.subarray(0, this.pos));
-    this.buf = next;
+    this.setBuffer(next);
   }
 
   byte(b: number): void {
@@ -235,7 +249,6 @@ export class ProtoWriter {
     if (end - start <= 48) {
       let i = start;
       if (end - start >= 8) {
-        if (this.viewOf !== buf) this.viewOutput(buf);
         if (this.sourceOf !== src) this.viewSource(src);
         const to = this.view;
         const from = this.sourceView;
@@ -266,16 +279,13 @@ export class ProtoWriter {
     this.pos += copyBytes(src, buf, this.pos, start, end);
   }
 
-  /** DataViews of the output buffer and of the last source of stringAttribute's values (made when either changes). */
-  private view: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
-  private viewOf: Buffer | undefined;
-  private sourceView: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
-  private sourceOf: Buffer | undefined;
-
-  private viewOutput(buf: Buffer): void {
-    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-    this.viewOf = buf;
-  }
+  /**
+   * A DataView of the last source of stringAttribute's values (made when it changes). It starts
+   * as an empty buffer's, not undefined: an object like every later value, so that
+   * stringAttribute optimized before its first short value does not meet an undefined.
+   */
+  private sourceView: DataView<ArrayBufferLike> = new DataView(NO_BYTES.buffer, 0, 0);
+  private sourceOf: Buffer = NO_BYTES;
 
   private viewSource(src: Buffer): void {
     this.sourceView = new DataView(src.buffer, src.byteOffset, src.byteLength);
@@ -436,7 +446,7 @@ export class ProtoWriter {
    */
   take(): Uint8Array {
     const out = this.buf.subarray(0, this.pos);
-    this.buf = Buffer.allocUnsafeSlow(this.buf.length);
+    this.setBuffer(Buffer.allocUnsafeSlow(this.buf.length));
     this.pos = 0;
     return out;
   }
