@@ -501,6 +501,20 @@ function numberEnd(buf: Buffer, p: number, end: number): number {
   return p;
 }
 
+/**
+ * numberEnd over numbers of every form when the module loads (some microseconds), so that each
+ * of its branches has type feedback before the scanner that inlines it is optimized. Without it,
+ * the first exponent of a run (or sign, or fraction) met after that threw the scanner's
+ * optimized code away, the hottest function of a run, and compiled it again (some 10 ms; V8
+ * names the branch "insufficient type feedback"). Feedback is kept only once a function has run
+ * a few times, hence the rounds.
+ */
+function primeNumberEnd(): void {
+  const numbers = ['-1', '0', '10', '1.5', '-0.25', '1e5', '1E+5', '-2.5e-3', '-', '1.', '1e', '1ex'].map((s) => Buffer.from(s, 'latin1'));
+  for (let round = 0; round < 16; round++) for (const b of numbers) numberEnd(b, 0, b.length);
+}
+primeNumberEnd();
+
 const cont = (c: number | undefined): boolean => c !== undefined && (c & 0xc0) === 0x80;
 
 /** Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, surrogates or > U+10FFFF), or 0. */

@@ -83,6 +83,26 @@ function anyValue(w: ProtoWriter, v: AttrValue, depth: number): void {
   }
 }
 
+/**
+ * anyValue() over values of every kind when the module loads (a writer of 4 KiB, some
+ * microseconds), so that its branches have type feedback before the writers that inline it are
+ * optimized: the first double or nested value of a run met after that threw their optimized
+ * code away (see primeNumberEnd in decoding/flat-json-line.ts).
+ */
+function primeAnyValue(): void {
+  const w = new ProtoWriter(4096);
+  const values: AttrValue[] = ['x', true, 1, 1.5, 1n, 2n ** 70n, null, ['x', 1], { a: 'x', b: [1.5] }];
+  for (let round = 0; round < 16; round++) {
+    for (const v of values) {
+      w.reset();
+      anyValue(w, v, 0);
+    }
+    w.reset();
+    anyValue(w, { deep: 'x' }, MAX_NATIVE_VALUE_DEPTH + 1);
+  }
+}
+primeAnyValue();
+
 /** `LogRecord.attributes` field: KeyValue{key (already encoded, see keyFieldOf), value}. */
 export function logRecordAttribute(w: ProtoWriter, key: Uint8Array, value: AttrValue): void {
   w.byte(T_LR_ATTRIBUTES);
