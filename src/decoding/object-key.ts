@@ -48,6 +48,16 @@ export function parseObjectKey(key: string): ObjectKeyInfo {
 }
 
 /**
+ * `info` with every field of ObjectKeyInfo, in one order (absent ones undefined), whatever the key
+ * and the source gave: what the mapper reads of a record's key stays one shape of object. Keys
+ * with different segments otherwise make objects of different shapes (V8's hidden classes), and
+ * the first of a new shape met after the mapper was optimized threw its code away.
+ */
+export function keyInfoInOneShape(info: ObjectKeyInfo): ObjectKeyInfo {
+  return { eventType: info.eventType, siteLuid: info.siteLuid, pod: info.pod, tenantId: info.tenantId, partitionHour: info.partitionHour, resource: info.resource, lineForm: info.lineForm };
+}
+
+/**
  * The hours a key's partition segments pin down, as the start of `YYYY-MM-DDTHH`, taken in the
  * order y, m, d, h as far as they go (`…/y=2026/m=3/` → `2026-03`); undefined without a `y=`.
  * For a folder's key, every file under it is in those hours.

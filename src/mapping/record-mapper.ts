@@ -618,8 +618,12 @@ export class RecordMapper {
     const family: Family = plan.family ?? guessFamily(rec);
 
     const siteField = rec.field(F_SITE_LUID);
-    const siteLuid = typeof siteField === 'string' ? siteField : ctx.keyInfo.siteLuid;
-    const resource = this.resourceFor(family, siteLuid, ctx.keyInfo);
+    // (the key's site read whether or not the record has one: a read only some records make,
+    // first made after mapInto was optimized, throws the optimized code away)
+    const keyInfo = ctx.keyInfo;
+    const keySite = keyInfo.siteLuid;
+    const siteLuid = typeof siteField === 'string' ? siteField : keySite;
+    const resource = this.resourceFor(family, siteLuid, keyInfo);
 
     // Severity and failure: the type's default, raised (never lowered) by a failed eventOutcome
     // and by the record's own failure fields; a tenant's fixed severity replaces it.

@@ -12,7 +12,7 @@ import type { DirectMapped } from '../mapping/direct-record-writer.js';
 import type { SharedPlans } from '../mapping/record-mapper.js';
 import type { MappedLogRecord, InstrumentationScopeInfo } from '../mapping/log-record.js';
 import { TenantOverrides, type OverridesFile } from '../mapping/tenant-overrides.js';
-import type { ObjectKeyInfo } from '../decoding/object-key.js';
+import { keyInfoInOneShape, type ObjectKeyInfo } from '../decoding/object-key.js';
 import { DirectLogsRequestWriter } from '../export/otlp-protobuf/direct-writer.js';
 import { FlatJsonLine } from '../decoding/flat-json-line.js';
 import { unwrapLine } from '../decoding/wrapped-line.js';
@@ -256,6 +256,7 @@ export class ChunkProcessor {
         newestNanos = nanos;
       }
     };
+    const contexts = task.segments.map(mappingContext);
     /** A line not mapped: dropped by the tenant's overrides, or dead-lettered with its text. */
     const notMapped = (result: MapFailure, typeField: unknown, seg: ChunkSegment, segIndex: number, line: number, raw: string): void => {
       if (result.dropped) {
@@ -280,7 +281,7 @@ export class ChunkProcessor {
         deadLetter(segIndex, line, `invalid JSON: ${(err as Error).message}`, lineText);
         return;
       }
-      let ctx: ObjectMappingContext = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
+      let ctx: ObjectMappingContext = contexts[segIndex]!;
       const form = seg.keyInfo.lineForm;
       if (form === 'event' || form === 'native') {
         // a wrapped line (Tableau Server, decoding/wrapped-line.ts): the record inside, the wrapper's members beside it
@@ -309,7 +310,7 @@ export class ChunkProcessor {
         // Lines scanned in their bytes and mapped straight into protobuf; a line the scanner
         // does not take (escapes, nesting, not UTF-8, not JSON) goes through JSON.parse.
         const bytes = Buffer.from(seg.bytes.buffer, seg.bytes.byteOffset, seg.bytes.byteLength);
-        const ctx = { keyInfo: seg.keyInfo, uidPrefix: seg.uidPrefix };
+        const ctx = contexts[segIndex]!;
         const scanned = this.scanned;
         let line = seg.firstLine;
         let start = 0;
@@ -456,6 +457,11 @@ function placePayloads(payloads: Uint8Array[][], output: Uint8Array | undefined,
     );
   }
   return borrowed ? payloads.map((ps) => ps.map((p) => (borrowed.has(p) ? Uint8Array.prototype.slice.call(p) : p))) : payloads;
+}
+
+/** What the mapper is told of a segment's object: one shape of object for every segment (keyInfoInOneShape). */
+function mappingContext(seg: ChunkSegment): ObjectMappingContext {
+  return { keyInfo: keyInfoInOneShape(seg.keyInfo), uidPrefix: seg.uidPrefix, wrapper: undefined };
 }
 
 function describeError(err: unknown): string {
