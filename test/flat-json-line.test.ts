@@ -6,7 +6,7 @@
  * digits, on both sides.)
  */
 import { describe, it, expect } from 'vitest';
-import { FieldName, FlatJsonLine } from '../src/decoding/flat-json-line.js';
+import { FieldName, FlatJsonLine, KIND_FALSE, KIND_NULL, KIND_NUMBER, KIND_STRING, KIND_STRING_UTF8, KIND_TRUE, isStringKind } from '../src/decoding/flat-json-line.js';
 import { parseJsonExact } from '../src/decoding/exact-json.js';
 
 function fieldsOf(s: FlatJsonLine): Array<[string, unknown]> {
@@ -286,5 +286,13 @@ describe('FlatJsonLine', () => {
     expect(a.indexOfField(outcome)).toBe(a.indexOf('eventOutcome'));
     expect(scan(a, '{"x":1}')).toBe(true);
     expect(a.indexOfField(outcome)).toBe(-1);
+  });
+});
+
+describe('isStringKind', () => {
+  it('true for the two string kinds only', () => {
+    expect(isStringKind(KIND_STRING)).toBe(true);
+    expect(isStringKind(KIND_STRING_UTF8)).toBe(true);
+    for (const k of [0, KIND_NUMBER, KIND_TRUE, KIND_FALSE, KIND_NULL, 7, 31, 32, 33, 38, 255]) expect(isStringKind(k)).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 /** What an object's key says of its hours: the full partition hour, and a folder's hours as far as its segments go. */
 import { describe, it, expect } from 'vitest';
-import { parseObjectKey, partitionPrefix } from '../src/decoding/object-key.js';
+import { keyInfoInOneShape, parseObjectKey, partitionPrefix } from '../src/decoding/object-key.js';
 import { folderHours } from '../src/sources/directory/directory-source.js';
 
 describe('partition hours of a key', () => {
@@ -43,5 +43,26 @@ describe('partition hours of a key', () => {
     }
     expect(parseObjectKey(keys[2]!).partitionHour).toBeUndefined();
     expect(parseObjectKey(keys[4]!).partitionHour).toBe('2026-11-29T08');
+  });
+});
+
+describe('key information in one shape', () => {
+  it('keys of different segments, and a source\'s own facts: the same fields in the same order, every value kept', () => {
+    const infos = [
+      parseObjectKey('pod=p/siteLuid=s/y=2026/m=3/d=7/h=5/eventType=x/a.txt'),
+      parseObjectKey('tenant=t/y=2026/m=11/d=29/h=02/eventType=delete_uat_revocation/a.txt'),
+      parseObjectKey('a.txt'),
+      { ...parseObjectKey('eventType=y/b.txt'), resource: { 'host.name': 'n1' }, lineForm: 'event' as const },
+    ];
+    const shaped = infos.map(keyInfoInOneShape);
+    for (const s of shaped) expect(Object.keys(s)).toEqual(Object.keys(shaped[0]!));
+    for (let i = 0; i < infos.length; i++) {
+      for (const [k, v] of Object.entries(infos[i]!)) expect((shaped[i] as Record<string, unknown>)[k]).toBe(v);
+      // nothing added but undefined fields
+      for (const [k, v] of Object.entries(shaped[i]!)) if (!(k in infos[i]!)) expect(v).toBeUndefined();
+    }
+    expect(shaped[0]).toMatchObject({ pod: 'p', siteLuid: 's', eventType: 'x', partitionHour: '2026-03-07T05' });
+    expect(shaped[1]).toMatchObject({ tenantId: 't', eventType: 'delete_uat_revocation' });
+    expect(shaped[3]!.resource).toBe(infos[3]!.resource);
   });
 });

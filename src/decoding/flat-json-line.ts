@@ -25,12 +25,14 @@ export const KIND_STRING_UTF8 = 6;
 const STRING_KINDS = (1 << KIND_STRING) | (1 << KIND_STRING_UTF8);
 
 /**
- * Whether a field's kind is a string's (either kind). One test of a bit rather than two
- * comparisons: the second comparison would have no type feedback until the first non-ASCII
- * string, and such a string met after the caller was optimized threw the optimized code away.
+ * Whether a field's kind is a string's (either kind). A test of a bit rather than two equality
+ * comparisons: the second would have no type feedback until the first non-ASCII string, and
+ * such a string met after the caller was optimized threw the optimized code away (both tests
+ * here run on every call).
  */
 export function isStringKind(kind: number): boolean {
-  return ((STRING_KINDS >>> kind) & 1) !== 0;
+  // (a shift counts modulo 32: kinds past the last one are not strings either)
+  return kind <= KIND_STRING_UTF8 && ((STRING_KINDS >>> kind) & 1) !== 0;
 }
 
 /** Field names are interned up to this many distinct names; a line with a new name past it falls back. */
