@@ -21,6 +21,8 @@ export function alignedLike(at: number, dst: Uint8Array, src: Uint8Array): numbe
   return at + ((src.byteOffset - dst.byteOffset - at) & 7);
 }
 
+import { primeFeedback } from './type-feedback.js';
+
 const bufferCopy = Buffer.prototype.copy;
 
 /**
@@ -81,22 +83,15 @@ export function copyByWords(src: Uint8Array, dst: Uint8Array, at: number, start:
   return n;
 }
 
-/**
- * copyBytes() of whole sources and of parts of them, from Buffers and plain Uint8Arrays, when the
- * module loads (some microseconds). Node 24's Buffer#copy takes another branch for a whole source
- * copied from its start (TypedArray#set), and the first such copy after it was optimized (a
- * user's block written by the join) threw its optimized code away. Feedback is kept only once a
- * function has run a few times, hence the rounds.
- */
-function primeCopies(): void {
-  const plain = new Uint8Array(64);
-  const buf = Buffer.alloc(64);
-  const into = Buffer.alloc(128);
-  for (let round = 0; round < 16; round++) {
-    copyBytes(plain, into, 0, 0, plain.length);
-    copyBytes(buf, into, 64, 0, buf.length);
-    copyBytes(plain, into, 3, 5, 40);
-    copyBytes(buf, into, 7, 1, 63);
-  }
-}
-primeCopies();
+// copyBytes() of whole sources and of parts, from Buffers and plain Uint8Arrays (type-feedback.ts):
+// Node 24's Buffer#copy takes another branch for a whole source copied from its start
+// (TypedArray#set), and the join's first user block no longer throws its optimized code away
+const primingSource = new Uint8Array(64);
+const primingBuffer = Buffer.alloc(64);
+const primingTarget = Buffer.alloc(128);
+primeFeedback(copyBytes, [
+  [primingSource, primingTarget, 0, 0, 64],
+  [primingBuffer, primingTarget, 64, 0, 64],
+  [primingSource, primingTarget, 3, 5, 40],
+  [primingBuffer, primingTarget, 7, 1, 63],
+]);

@@ -13,6 +13,7 @@
  */
 import type { AttrValue } from './json-value.js';
 import { integerLiteral } from './exact-json.js';
+import { primeFeedback } from '../core/type-feedback.js';
 
 export const KIND_STRING = 1;
 export const KIND_NUMBER = 2;
@@ -457,12 +458,11 @@ function numberAt(buf: Buffer, start: number, e: number): number | bigint {
   return integerLiteral(literal);
 }
 
-/** numberAt() over numbers of every form when the module loads (see primeNumberEnd). */
-function primeNumberAt(): void {
-  const numbers = ['7', '-7', '1.5', '-2.5e-3', '12345678901234567890', '-12345678901234567890', '1234567890123456.5'].map((s) => Buffer.from(s, 'latin1'));
-  for (let round = 0; round < 16; round++) for (const b of numbers) numberAt(b, 0, b.length);
-}
-primeNumberAt();
+// numberAt() over numbers of every form (core/type-feedback.ts)
+primeFeedback(
+  numberAt,
+  ['7', '-7', '1.5', '-2.5e-3', '12345678901234567890', '-12345678901234567890', '1234567890123456.5'].map((s): [Buffer, number, number] => [Buffer.from(s, 'latin1'), 0, s.length]),
+);
 
 /** A string value's text: latin1 is UTF-8 for ASCII bytes, and the cheaper decode. */
 function decode(buf: Buffer, start: number, end: number, ascii: boolean): string {
@@ -513,19 +513,12 @@ function numberEnd(buf: Buffer, p: number, end: number): number {
   return p;
 }
 
-/**
- * numberEnd over numbers of every form when the module loads (some microseconds), so that each
- * of its branches has type feedback before the scanner that inlines it is optimized. Without it,
- * the first exponent of a run (or sign, or fraction) met after that threw the scanner's
- * optimized code away, the hottest function of a run, and compiled it again (some 10 ms; V8
- * names the branch "insufficient type feedback"). Feedback is kept only once a function has run
- * a few times, hence the rounds.
- */
-function primeNumberEnd(): void {
-  const numbers = ['-1', '0', '10', '1.5', '-0.25', '1e5', '1E+5', '-2.5e-3', '-', '1.', '1e', '1ex'].map((s) => Buffer.from(s, 'latin1'));
-  for (let round = 0; round < 16; round++) for (const b of numbers) numberEnd(b, 0, b.length);
-}
-primeNumberEnd();
+// numberEnd() over numbers of every form (core/type-feedback.ts): the first exponent (or sign, or
+// fraction) of a run no longer throws away the line scanner that inlines it, the hottest function
+primeFeedback(
+  numberEnd,
+  ['-1', '0', '10', '1.5', '-0.25', '1e5', '1E+5', '-2.5e-3', '-', '1.', '1e', '1ex'].map((s): [Buffer, number, number] => [Buffer.from(s, 'latin1'), 0, s.length]),
+);
 
 const cont = (c: number | undefined): boolean => c !== undefined && (c & 0xc0) === 0x80;
 

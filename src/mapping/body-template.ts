@@ -5,6 +5,7 @@
  * Compiled once per event type into a function over the record.
  */
 import { jsonText } from '../core/json-text.js';
+import { primeFeedback } from '../core/type-feedback.js';
 
 /** A placeholder's value by name; `namesAUser`: what the template was told of the name when compiled (compileTemplate). */
 export type ValueLookup = (name: string, namesAUser: boolean) => unknown;
@@ -106,17 +107,9 @@ export function show(v: unknown): string | undefined {
   return jsonText(v);
 }
 
-/**
- * show() over values of every kind when the module loads, so that its branches have type
- * feedback before the body writers that inline it are optimized: the first number or user's
- * name in a body met after that threw the writer's optimized code away (see primeNumberEnd in
- * flat-json-line.ts).
- */
-function primeShow(): void {
-  const values: unknown[] = [null, undefined, '', 'x', new NamedUser('x'), 1, 1.5, 1n, true, false, { a: 1 }, ['a']];
-  for (let round = 0; round < 16; round++) for (const v of values) show(v);
-}
-primeShow();
+// show() over values of every kind (core/type-feedback.ts): the first number or user's name in a
+// body no longer throws away the body writers that inline it
+primeFeedback(show, [null, undefined, '', 'x', new NamedUser('x'), 1, 1.5, 1n, true, false, { a: 1 }, ['a']].map((v): [unknown] => [v]));
 
 /**
  * `namesAUser`: which placeholder names can be a user's LUID (asked once per name here, handed

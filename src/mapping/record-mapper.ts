@@ -9,6 +9,7 @@
  * the compiled per-type plans are described in mapping-plan.ts, the limits in record-limits.ts,
  * the derived attribute names in attribute-names.ts.
  */
+import { primeFeedback } from '../core/type-feedback.js';
 import type { Catalog, EventTypeEntry } from './catalog.js';
 import type { Family } from './mapping-file-schema.js';
 import type { AttrValue, MappedLogRecord, ResourceDescriptor, ResourceValue } from './log-record.js';
@@ -123,24 +124,16 @@ function nonEmptyString(v: unknown): string | undefined {
 }
 
 /**
- * Runs the per-record checks above over values of every kind when a mapper is made, so that the
- * branches they take only for some records have type feedback before mapInto is optimized.
- * Without it, the first record with a failure field set, with an event type field, or failed with
- * a severity not seen yet came after mapInto was compiled and threw the compiled code away (an
- * optimizing compile of some 15 ms each time: V8 names the branch "insufficient type feedback").
- * Feedback is kept only once a function has run a few times, hence the rounds.
+ * The per-record checks above over values of every kind when a mapper is made
+ * (core/type-feedback.ts): the first record with a failure field set, with an event type field,
+ * or failed with a severity not seen yet no longer throws mapInto's optimized code away.
  */
 function primeRecordChecks(rules: readonly FailureRule[]): void {
   const values: unknown[] = ['', 'x', 'Failure', 0, 1, true, false];
   const severities: Severity[] = ['INFO', 'WARN', 'ERROR'];
-  for (let round = 0; round < 16; round++) {
-    for (const v of values) {
-      nonEmptyString(v);
-      for (const rule of rules) failureRuleHit(rule, v);
-    }
-    nonEmptyString(undefined);
-    for (const a of severities) for (const b of severities) higherSeverity(a, b);
-  }
+  primeFeedback(nonEmptyString, [...values, undefined].map((v): [unknown] => [v]));
+  primeFeedback(failureRuleHit, rules.flatMap((rule) => values.map((v): [FailureRule, unknown] => [rule, v])));
+  primeFeedback(higherSeverity, severities.flatMap((a) => severities.map((b): [Severity, Severity] => [a, b])));
 }
 
 /** What a tenant's config puts on the resource of its records (`resource:` of a tenant). */
@@ -926,12 +919,8 @@ function userRolesOf(tenant: boolean, v: unknown): string[] | undefined {
   return typeof v === 'number' ? SITE_ROLES.get(v) : typeof v === 'bigint' ? SITE_ROLES.get(Number(v)) : undefined;
 }
 
-/** userRolesOf() over both families and values of every kind when the module loads (see primeRecordChecks). */
-function primeUserRolesOf(): void {
-  const values: unknown[] = ['Admin', '', 1, 1n, 'x', undefined, null];
-  for (let round = 0; round < 16; round++) for (const v of values) userRolesOf(true, v), userRolesOf(false, v);
-}
-primeUserRolesOf();
+// userRolesOf() over both families and values of every kind (core/type-feedback.ts)
+primeFeedback(userRolesOf, (['Admin', '', 1, 1n, 'x', undefined, null] as unknown[]).flatMap((v): Array<[boolean, unknown]> => [[true, v], [false, v]]));
 
 /** A site record's initiating user is not its actor (both non-empty strings); a scanned line's bytes are compared, no string made. */
 function impersonated(rec: RecordFields): boolean {

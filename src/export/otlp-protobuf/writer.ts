@@ -14,6 +14,7 @@
  */
 import { toUnixNanos } from '../../mapping/event-time.js';
 import { copyBytes } from '../../core/byte-view.js';
+import { primeFeedback } from '../../core/type-feedback.js';
 
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
@@ -453,18 +454,13 @@ export class ProtoWriter {
 }
 
 
-/**
- * ProtoWriter.string() over short, long and non-ASCII strings when the module loads (a writer of
- * 1 KiB, some microseconds), so that its branches have type feedback before the writers that
- * inline it are optimized: the first string of 43 characters or more met after that threw their
- * optimized code away (see primeNumberEnd in decoding/flat-json-line.ts).
- */
-function primeStringWrites(): void {
-  const w = new ProtoWriter(1024);
-  const strings = ['x', 'é€😀', 'x'.repeat(50), 'é'.repeat(50)];
-  for (let round = 0; round < 16; round++) {
-    w.reset();
-    for (const s of strings) w.string(s);
-  }
-}
-primeStringWrites();
+// ProtoWriter.string() over short, long and non-ASCII strings (core/type-feedback.ts): the first
+// string of 43 characters or more no longer throws away the writers that inline it
+const primingWriter = new ProtoWriter(1024);
+primeFeedback(
+  (s: string) => {
+    primingWriter.reset();
+    primingWriter.string(s);
+  },
+  ['x', 'é€😀', 'x'.repeat(50), 'é'.repeat(50)].map((s) => [s]),
+);
