@@ -21,8 +21,6 @@ export function alignedLike(at: number, dst: Uint8Array, src: Uint8Array): numbe
   return at + ((src.byteOffset - dst.byteOffset - at) & 7);
 }
 
-import { primeFeedback } from './type-feedback.js';
-
 const bufferCopy = Buffer.prototype.copy;
 
 /**
@@ -82,16 +80,3 @@ export function copyByWords(src: Uint8Array, dst: Uint8Array, at: number, start:
   for (; i < end; i++) dst[at++] = src[i]!;
   return n;
 }
-
-// copyBytes() of whole sources and of parts, from Buffers and plain Uint8Arrays (type-feedback.ts):
-// Node 24's Buffer#copy takes another branch for a whole source copied from its start
-// (TypedArray#set), and the join's first user block no longer throws its optimized code away
-const primingSource = new Uint8Array(64);
-const primingBuffer = Buffer.alloc(64);
-const primingTarget = Buffer.alloc(128);
-primeFeedback(copyBytes, [
-  [primingSource, primingTarget, 0, 0, 64],
-  [primingBuffer, primingTarget, 64, 0, 64],
-  [primingSource, primingTarget, 3, 5, 40],
-  [primingBuffer, primingTarget, 7, 1, 63],
-]);

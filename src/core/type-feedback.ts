@@ -12,6 +12,14 @@
  *
  * Feedback is kept only once a function has run a few times (V8 allocates it lazily), hence the
  * rounds. The calls must have no effect beyond their result.
+ *
+ * It has a price: feedback of every kind makes the optimized code general where it was
+ * specialised (a comparison with strings only becomes a generic one, a load from one kind of
+ * buffer a test of two). Primed at their modules' load, the line's number scan, a body's value
+ * (`show`), `anyValue`, `ProtoWriter.string` and `copyBytes` lost a few recompiles a run but made
+ * the encode worker's steady work 2.7 % slower (in-process, six processes, each 1.2 to 3.7 %; see
+ * docs/performance-rounds.md, round 40): a run's start is not worth that. Prime only what runs
+ * a few times a record at most, and measure the steady work after.
  */
 
 /** Calls made of each argument list: past V8's lazy feedback allocation (8 calls on Node 20 and 24). */

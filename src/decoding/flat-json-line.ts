@@ -13,7 +13,6 @@
  */
 import type { AttrValue } from './json-value.js';
 import { integerLiteral } from './exact-json.js';
-import { primeFeedback } from '../core/type-feedback.js';
 
 export const KIND_STRING = 1;
 export const KIND_NUMBER = 2;
@@ -458,12 +457,6 @@ function numberAt(buf: Buffer, start: number, e: number): number | bigint {
   return integerLiteral(literal);
 }
 
-// numberAt() over numbers of every form (core/type-feedback.ts)
-primeFeedback(
-  numberAt,
-  ['7', '-7', '1.5', '-2.5e-3', '12345678901234567890', '-12345678901234567890', '1234567890123456.5'].map((s): [Buffer, number, number] => [Buffer.from(s, 'latin1'), 0, s.length]),
-);
-
 /** A string value's text: latin1 is UTF-8 for ASCII bytes, and the cheaper decode. */
 function decode(buf: Buffer, start: number, end: number, ascii: boolean): string {
   const b = buf as unknown as LatinSlicing;
@@ -512,13 +505,6 @@ function numberEnd(buf: Buffer, p: number, end: number): number {
   }
   return p;
 }
-
-// numberEnd() over numbers of every form (core/type-feedback.ts): the first exponent (or sign, or
-// fraction) of a run no longer throws away the line scanner that inlines it, the hottest function
-primeFeedback(
-  numberEnd,
-  ['-1', '0', '10', '1.5', '-0.25', '1e5', '1E+5', '-2.5e-3', '-', '1.', '1e', '1ex'].map((s): [Buffer, number, number] => [Buffer.from(s, 'latin1'), 0, s.length]),
-);
 
 const cont = (c: number | undefined): boolean => c !== undefined && (c & 0xc0) === 0x80;
 

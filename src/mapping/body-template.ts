@@ -5,7 +5,6 @@
  * Compiled once per event type into a function over the record.
  */
 import { jsonText } from '../core/json-text.js';
-import { primeFeedback } from '../core/type-feedback.js';
 
 /** A placeholder's value by name; `namesAUser`: what the template was told of the name when compiled (compileTemplate). */
 export type ValueLookup = (name: string, namesAUser: boolean) => unknown;
@@ -107,9 +106,6 @@ export function show(v: unknown): string | undefined {
   return jsonText(v);
 }
 
-// show() over values of every kind (core/type-feedback.ts): the first number or user's name in a
-// body no longer throws away the body writers that inline it
-primeFeedback(show, [null, undefined, '', 'x', new NamedUser('x'), 1, 1.5, 1n, true, false, { a: 1 }, ['a']].map((v): [unknown] => [v]));
 
 /**
  * `namesAUser`: which placeholder names can be a user's LUID (asked once per name here, handed

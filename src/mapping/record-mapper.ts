@@ -790,17 +790,23 @@ export class RecordMapper {
    * is not its actor.
    */
   private setIdentity(sink: AttributeSink, family: Family, rec: RecordFields): void {
-    // (one read, one setRef and one from() for both families, and userRolesOf primed: a branch V8
-    // has not seen run when it optimizes this, the first tenant record after site ones, would
-    // throw the code away)
-    const tenant = family === 'tenant';
-    const roles = userRolesOf(tenant, rec.field(tenant ? F_INITIATING_USER_ROLE : F_SITE_ROLE_ID));
+    if (family === 'tenant') {
+      const role = rec.field(F_INITIATING_USER_ROLE);
+      if (typeof role === 'string' && role !== '') {
+        setRef(sink, USER_ROLES, [role]);
+        sink.from?.(ATTR_USER_ROLES, 'initiatingUserRole');
+      }
+      return;
+    }
+    const roleId = rec.field(F_SITE_ROLE_ID);
+    const roles = typeof roleId === 'number' ? SITE_ROLES.get(roleId) : typeof roleId === 'bigint' ? SITE_ROLES.get(Number(roleId)) : undefined;
     if (roles !== undefined) {
       setRef(sink, USER_ROLES, roles);
-      sink.from?.(ATTR_USER_ROLES, tenant ? 'initiatingUserRole' : 'siteRoleId');
+      sink.from?.(ATTR_USER_ROLES, 'siteRoleId');
     }
-    if (!tenant && impersonated(rec)) setRef(sink, IMPERSONATED, true);
+    if (impersonated(rec)) setRef(sink, IMPERSONATED, true);
   }
+
 
 
   /** A wrapped line's wrapper members (its `ts`, `pid`, `traceUuid`, …): `tableau.server.<snake_case>`, objects and arrays as JSON text. */
@@ -913,14 +919,6 @@ function setOwn(o: Record<string, AttrValue>, name: string, v: AttrValue): void 
 /** A site role id's name as a one-item array (shared by every record: read-only). */
 const SITE_ROLES: ReadonlyMap<number, string[]> = new Map([...SITE_ROLE_NAMES].map(([id, name]) => [id, [name]]));
 
-/** `user.roles` of a record: a tenant record's `initiatingUserRole`, a site record's `siteRoleId` as its documented name. */
-function userRolesOf(tenant: boolean, v: unknown): string[] | undefined {
-  if (tenant) return typeof v === 'string' && v !== '' ? [v] : undefined;
-  return typeof v === 'number' ? SITE_ROLES.get(v) : typeof v === 'bigint' ? SITE_ROLES.get(Number(v)) : undefined;
-}
-
-// userRolesOf() over both families and values of every kind (core/type-feedback.ts)
-primeFeedback(userRolesOf, (['Admin', '', 1, 1n, 'x', undefined, null] as unknown[]).flatMap((v): Array<[boolean, unknown]> => [[true, v], [false, v]]));
 
 /** A site record's initiating user is not its actor (both non-empty strings); a scanned line's bytes are compared, no string made. */
 function impersonated(rec: RecordFields): boolean {

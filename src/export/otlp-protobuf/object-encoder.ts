@@ -6,7 +6,6 @@
  */
 import { fitsInt64, type AttrValue, type InstrumentationScopeInfo, type MappedLogRecord, type ResourceDescriptor } from '../../mapping/log-record.js';
 import { jsonText } from '../../core/json-text.js';
-import { primeFeedback } from '../../core/type-feedback.js';
 import { T_REQ_RESOURCE_LOGS, T_RL_RESOURCE, T_RL_SCOPE_LOGS, T_RES_ATTRIBUTES, T_SL_SCOPE, T_SL_LOG_RECORDS, T_SCOPE_NAME, T_SCOPE_VERSION, T_LR_TIME, T_LR_SEVERITY_NUMBER, T_LR_SEVERITY_TEXT, T_LR_BODY, T_LR_ATTRIBUTES, T_LR_OBSERVED_TIME, T_LR_EVENT_NAME, T_KV_VALUE, T_AV_STRING, T_AV_BOOL, T_AV_INT, T_AV_DOUBLE, T_AV_ARRAY, T_AV_KVLIST, T_LIST_VALUES, ProtoWriter, putVarint, varintSize } from './writer.js';
 
 /**
@@ -84,16 +83,6 @@ function anyValue(w: ProtoWriter, v: AttrValue, depth: number): void {
   }
 }
 
-// anyValue() over values of every kind (core/type-feedback.ts): a run's first double or nested
-// value no longer throws away the writers that inline it
-const primingWriter = new ProtoWriter(4096);
-primeFeedback(
-  (v: AttrValue, depth: number) => {
-    primingWriter.reset();
-    anyValue(primingWriter, v, depth);
-  },
-  [...(['x', true, 1, 1.5, 1n, 2n ** 70n, null, ['x', 1], { a: 'x', b: [1.5] }] as AttrValue[]).map((v): [AttrValue, number] => [v, 0]), [{ deep: 'x' }, MAX_NATIVE_VALUE_DEPTH + 1]],
-);
 
 /** `LogRecord.attributes` field: KeyValue{key (already encoded, see keyFieldOf), value}. */
 export function logRecordAttribute(w: ProtoWriter, key: Uint8Array, value: AttrValue): void {

@@ -14,7 +14,6 @@
  */
 import { toUnixNanos } from '../../mapping/event-time.js';
 import { copyBytes } from '../../core/byte-view.js';
-import { primeFeedback } from '../../core/type-feedback.js';
 
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
@@ -453,14 +452,3 @@ export class ProtoWriter {
   }
 }
 
-
-// ProtoWriter.string() over short, long and non-ASCII strings (core/type-feedback.ts): the first
-// string of 43 characters or more no longer throws away the writers that inline it
-const primingWriter = new ProtoWriter(1024);
-primeFeedback(
-  (s: string) => {
-    primingWriter.reset();
-    primingWriter.string(s);
-  },
-  ['x', 'é€😀', 'x'.repeat(50), 'é'.repeat(50)].map((s) => [s]),
-);
