@@ -430,31 +430,28 @@ export class FlatJsonLine implements RecordFields {
    * is a bigint with its exact digits (as parseJsonExact gives it, decoding/exact-json.ts).
    */
   number(i: number): number | bigint {
-    return numberAt(this.buf, this.starts[i]!, this.ends[i]!);
-  }
-}
-
-/** FlatJsonLine.number() of the number written in `buf[start, end)`. */
-function numberAt(buf: Buffer, start: number, e: number): number | bigint {
-  let p = start;
-  const neg = buf[p] === 0x2d;
-  if (neg) p++;
-  // plain integers of up to 15 digits are exact as doubles: add them up here
-  if (e - p <= 15) {
-    let v = 0;
-    for (; p < e; p++) {
-      const d = buf[p]! - 0x30;
-      if (d < 0 || d > 9) return Number(buf.toString('latin1', start, e));
-      v = v * 10 + d;
+    const buf = this.buf;
+    let p = this.starts[i]!;
+    const e = this.ends[i]!;
+    const neg = buf[p] === 0x2d;
+    if (neg) p++;
+    // plain integers of up to 15 digits are exact as doubles: add them up here
+    if (e - p <= 15) {
+      let v = 0;
+      for (; p < e; p++) {
+        const d = buf[p]! - 0x30;
+        if (d < 0 || d > 9) return Number(buf.toString('latin1', this.starts[i], e));
+        v = v * 10 + d;
+      }
+      return neg ? -v : v;
     }
-    return neg ? -v : v;
+    const literal = buf.toString('latin1', this.starts[i], e);
+    for (; p < e; p++) {
+      const c = buf[p]!;
+      if (c < 0x30 || c > 0x39) return Number(literal); // a fraction or an exponent
+    }
+    return integerLiteral(literal);
   }
-  const literal = buf.toString('latin1', start, e);
-  for (; p < e; p++) {
-    const c = buf[p]!;
-    if (c < 0x30 || c > 0x39) return Number(literal); // a fraction or an exponent
-  }
-  return integerLiteral(literal);
 }
 
 /** A string value's text: latin1 is UTF-8 for ASCII bytes, and the cheaper decode. */

@@ -134,10 +134,13 @@ export const ROUTE_URL_FULL = 6;
 export const ROUTE_HTTP_METHOD = 7;
 /** `http.request.header.<name>`: a string value becomes a one-item string array (the conventions' type). */
 export const ROUTE_HTTP_HEADER = 8;
-/** mapInto's own: a string route's field that is not a string, or whose name the record already has (its generic name then). */
-export const ROUTE_NAME_TAKEN = 9;
 /** The first of the routes above that take a field's first string value. */
 export const FIRST_STRING_ROUTE = ROUTE_REQUEST_URI;
+/**
+ * Never a route's kind: mapInto's own, for a string route's field that is not a string or whose
+ * name the record already has (its generic name then).
+ */
+export const ROUTE_NAME_TAKEN = 9;
 
 /** An attribute name with the direct writer's handle on it, and the writer's slot space it belongs to (found once per space). */
 export interface SlotRef {

@@ -474,7 +474,6 @@ export class RecordMapper {
   /** A value the direct sink kept, by output name (one function for every record). */
   private readonly readDirect = (name: string): AttrValue | undefined => this.directSink.read(name);
 
-
   /** Body placeholders → values of the attributes as emitted (`read` by output name). */
   private bodyLookup(head: MappedHead, read: (outputName: string) => AttrValue | undefined): ValueLookup {
     return (n, user) => this.bodyValue(head, read, n, user);
@@ -807,8 +806,6 @@ export class RecordMapper {
     if (impersonated(rec)) setRef(sink, IMPERSONATED, true);
   }
 
-
-
   /** A wrapped line's wrapper members (its `ts`, `pid`, `traceUuid`, …): `tableau.server.<snake_case>`, objects and arrays as JSON text. */
   private setWrapper(sink: AttributeSink, wrapper: WrapperFields): void {
     for (const [k, v] of wrapper) {
@@ -918,7 +915,6 @@ function setOwn(o: Record<string, AttrValue>, name: string, v: AttrValue): void 
 
 /** A site role id's name as a one-item array (shared by every record: read-only). */
 const SITE_ROLES: ReadonlyMap<number, string[]> = new Map([...SITE_ROLE_NAMES].map(([id, name]) => [id, [name]]));
-
 
 /** A site record's initiating user is not its actor (both non-empty strings); a scanned line's bytes are compared, no string made. */
 function impersonated(rec: RecordFields): boolean {

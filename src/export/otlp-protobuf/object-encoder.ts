@@ -83,7 +83,6 @@ function anyValue(w: ProtoWriter, v: AttrValue, depth: number): void {
   }
 }
 
-
 /** `LogRecord.attributes` field: KeyValue{key (already encoded, see keyFieldOf), value}. */
 export function logRecordAttribute(w: ProtoWriter, key: Uint8Array, value: AttrValue): void {
   w.byte(T_LR_ATTRIBUTES);
